@@ -1,0 +1,705 @@
+"""From a parsed query to sqlwin's one IR.
+
+`build_plan(sql, schema_of)` parses the query, finds every window table function,
+binds its arguments, converts intervals to microseconds, checks everything a user can
+get wrong (with line, column and text), and returns a `QueryPlan`. Every later layer
+(native batch lowering, replay, streaming) reads the plan only.
+
+The module knows nothing of Spark: the caller passes `schema_of(table_name)`, which
+returns the column names and Spark type names of a relation (or None when unknown).
+All durations are integer microseconds, the resolution of Spark's TIMESTAMP.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import typing as t
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from sqlwin.dialect import (
+    Descriptor,
+    Emit,
+    LateRowsInto,
+    TableArg,
+    WindowOptions,
+    WindowTVF,
+    parse_one,
+)
+from sqlwin.errors import Position, SqlwinError, SqlwinUnsupportedError, SqlwinValidationError
+
+MICROS = {
+    "MICROSECOND": 1,
+    "MILLISECOND": 1_000,
+    "SECOND": 1_000_000,
+    "MINUTE": 60_000_000,
+    "HOUR": 3_600_000_000,
+    "DAY": 86_400_000_000,
+    "WEEK": 7 * 86_400_000_000,
+}
+WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
+TIMESTAMP_TYPES = ("timestamp", "timestamp_ntz")
+EPOCH_MS_TYPES = ("bigint", "int", "smallint", "tinyint")
+
+SchemaLookup = t.Callable[[str], "dict[str, str] | None"]
+
+# --------------------------------------------------------------------------- the IR
+
+
+@dataclass(frozen=True)
+class Tumble:
+    size: int
+    offset: int = 0
+
+    @property
+    def slide(self) -> int:
+        return self.size
+
+
+@dataclass(frozen=True)
+class Hop:
+    """Fixed-size windows starting every `slide`; overlapping (slide < size) or with gaps (slide > size)."""
+
+    size: int
+    slide: int
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class Cumulate:
+    """Windows that grow by `step` from the start of each `max_size` period (Flink's CUMULATE)."""
+
+    step: int
+    max_size: int
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class Session:
+    """Rows less than `gap` apart share a session; a session is [first row, last row + gap)."""
+
+    gap: int
+
+
+@dataclass(frozen=True)
+class Slide:
+    """One window per distinct row time: [ts - size, ts], both ends inclusive (Quix sliding windows)."""
+
+    size: int
+
+
+@dataclass(frozen=True)
+class CountWindow:
+    """Windows of `size` rows starting every `slide` rows, in the ORDER BY (or arrival) order."""
+
+    size: int
+    slide: int
+
+
+@dataclass(frozen=True)
+class GlobalWindow:
+    """One window holding every row of a key."""
+
+
+Windower = t.Union[Tumble, Hop, Cumulate, Session, Slide, CountWindow, GlobalWindow]
+
+
+@dataclass(frozen=True)
+class TimeColumn:
+    """Where a row's time comes from. kind: 'timestamp', 'epoch_ms' (LONG milliseconds) or 'processing_time'."""
+
+    name: str | None
+    kind: str
+
+    @property
+    def unit_micros(self) -> int:
+        return 1_000 if self.kind == "epoch_ms" else 1
+
+
+@dataclass(frozen=True)
+class WatermarkSpec:
+    """How event time advances and when a row is late. See docs/semantics.md."""
+
+    column: str | None = None
+    delay: int = 0  # micros; None-like infinity is represented by UNBOUNDED
+    strategy: str = "max_event_time"  # | 'min_event_time' | 'bytewax'
+    scope: str = "key"  # | 'stream'
+    idle_timeout: int | None = None
+    idle_clock: str = "processing_time"  # | 'event_time'
+    lateness_rule: str = "window_closed"  # | 'before_watermark'
+
+
+UNBOUNDED = 2**62  # a delay no stream ever exceeds (Bytewax's timedelta.max)
+
+
+@dataclass(frozen=True)
+class EmitSpec:
+    """When results leave a window and what each firing carries."""
+
+    final: bool = True  # the on-time firing when the window closes
+    changes: bool = False  # a result after every input row (Quix current())
+    early_interval: int | None = None
+    early_rows: int | None = None
+    allowed_lateness: int = 0
+    late_interval: int | None = None
+    late_rows: int | None = None
+    accumulation: str = "ACCUMULATING"  # | 'DISCARDING' | 'RETRACTING'
+    only_updated: bool = False
+
+    @property
+    def is_final_only(self) -> bool:
+        return (
+            self.final
+            and not self.changes
+            and self.early_interval is None
+            and self.early_rows is None
+            and self.late_interval is None
+            and self.late_rows is None
+            and self.accumulation == "ACCUMULATING"
+        )
+
+
+@dataclass
+class WindowRelation:
+    """One window table function in the query: its input, time, windower and watermark."""
+
+    node: WindowTVF  # where it sits in the AST (lowering replaces it)
+    function: str
+    source: str
+    source_alias: str | None
+    columns: dict[str, str]  # the input's columns and their Spark type names ({} when unknown)
+    partition_by: tuple[str, ...]  # Spark SQL expressions
+    order_by: tuple[str, ...]  # Spark SQL ordering terms (COUNT_WINDOW)
+    time: TimeColumn | None
+    windower: Windower
+    watermark: WatermarkSpec
+    options: dict[str, t.Any]
+    position: Position
+    alias: str | None = None
+
+
+@dataclass
+class WindowAggregation:
+    """`SELECT ... FROM <window fn> GROUP BY <partition keys>, window_start, window_end`.
+
+    The shape every stream processor computes; recognising it lets the batch lowering
+    use Spark's grouped window operators and the streaming layer keep per-window state.
+    """
+
+    relation: WindowRelation
+    select: exp.Select
+    group_keys: tuple[str, ...]  # non-window GROUP BY expressions, as SQL
+
+
+@dataclass
+class QueryPlan:
+    sql: str
+    ast: exp.Expr
+    windows: list[WindowRelation]
+    emit: EmitSpec
+    late_into: str | None
+    aggregation: WindowAggregation | None
+    emit_position: Position | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- building
+
+
+OPTION_VALUES: dict[str, tuple[str, ...] | None] = {
+    "watermark_strategy": ("max_event_time", "min_event_time", "bytewax"),
+    "watermark_scope": ("key", "stream"),
+    "idle_timeout": None,  # an interval
+    "idle_clock": ("processing_time", "event_time"),
+    "lateness_rule": ("window_closed", "before_watermark"),
+    "arrival_order": None,  # a column: replay
+    "arrival_batch": None,  # a column: replay micro-batch boundaries
+    "arrival_time": None,  # a column: replay processing time
+}
+
+SIGNATURES: dict[str, tuple[tuple[str, ...], int]] = {
+    # function: (parameters after TABLE and DESCRIPTOR, how many are required)
+    "TUMBLE": (("SIZE", "OFFSET"), 1),
+    "HOP": (("SLIDE", "SIZE", "OFFSET"), 2),
+    "CUMULATE": (("STEP", "SIZE", "OFFSET"), 2),
+    "SESSION": (("GAP",), 1),
+    "SLIDE": (("SIZE",), 1),
+    "COUNT_WINDOW": (("SIZE", "SLIDE"), 1),
+    "GLOBAL_WINDOW": ((), 0),
+}
+PARAMETER_ALIASES = {"MAX_SIZE": "SIZE", "STEP_SIZE": "STEP"}
+
+
+def build_plan(sql: str, schema_of: SchemaLookup = lambda name: None) -> QueryPlan:
+    """Parse and validate `sql`; errors carry the query text so they can show the line."""
+    try:
+        ast = parse_one(sql)
+        return _build(sql, ast, schema_of)
+    except SqlwinError as err:
+        raise err.with_query(sql) from None
+
+
+def _build(sql: str, ast: exp.Expr, schema_of: SchemaLookup) -> QueryPlan:
+    windows = [_window_relation(node, schema_of) for node in ast.find_all(WindowTVF)]
+    emit, emit_position = _emit_spec(ast)
+    late = ast.args.get("late_into")
+    late_into = late.this.sql() if isinstance(late, LateRowsInto) else None
+    for node in ast.find_all(exp.Select):
+        if node is not ast and (node.args.get("emit") or node.args.get("late_into")):
+            raise SqlwinValidationError(
+                "EMIT and LATE ROWS INTO belong to the outermost query", _node_position(node.args.get("emit") or node),
+                "the EMIT clause at the end of the top-level SELECT")
+    plan = QueryPlan(sql, ast, windows, emit, late_into, _aggregation(ast, windows), emit_position)
+    return plan
+
+
+def _node_position(node: exp.Expr | None, text: str | None = None) -> Position | None:
+    if node is None:
+        return None
+    meta = node.meta
+    if "line" not in meta:
+        inner = next((n for n in node.walk() if "line" in n.meta), None)
+        if inner is None:
+            return None
+        meta = inner.meta
+    col = meta["col"]
+    token_text = text if text is not None else node.sql(dialect="spark") if len(node.sql()) < 60 else ""
+    # sqlglot records the column of a token's last character; show its first.
+    start, end = meta.get("start"), meta.get("end")
+    if start is not None and end is not None:
+        col = col - (end - start)
+    return Position(meta["line"], max(col, 1), token_text)
+
+
+def _fail(message: str, node: exp.Expr | None, hint: str | None = None, text: str | None = None) -> t.NoReturn:
+    raise SqlwinValidationError(message, _node_position(node, text), hint)
+
+
+# -- the window function's arguments -----------------------------------------------
+
+
+def _window_relation(node: WindowTVF, schema_of: SchemaLookup) -> WindowRelation:
+    function = node.function
+    table_arg, descriptor, params = _bind_arguments(node)
+    table = table_arg.this
+    source = table.sql(dialect="spark").split(" AS ")[0]
+    columns = schema_of(source) or {}
+    options = _options(table_arg.args.get("options"))
+    partition_by = tuple(_column_sql(e, columns, "PARTITION BY") for e in table_arg.args.get("partition_by") or [])
+    order_by = tuple(_ordering_sql(e, columns) for e in table_arg.args.get("order") or [])
+    time = _time_column(node, descriptor, columns)
+    if function == "COUNT_WINDOW" and not order_by and "arrival_order" not in options:
+        _fail("COUNT_WINDOW needs an order for its rows", node,
+              "COUNT_WINDOW(TABLE t [PARTITION BY k] ORDER BY offset, 3 [, step])", text=function)
+    if function != "COUNT_WINDOW" and order_by:
+        _fail(f"{function} takes no ORDER BY (rows are placed by their time)", table_arg.args["order"][0],
+              "ORDER BY only in COUNT_WINDOW")
+    if function == "SESSION" and not table_arg.args.get("partition_by"):
+        pass  # one session stream for the whole table, as Flink allows
+    windower = _windower(function, params, time, node)
+    watermark = _watermark(table_arg, time, options, columns)
+    for name in (*partition_by,):
+        if name in WINDOW_COLUMNS:
+            _fail(f"{name} is produced by the window function and cannot be a key", node)
+    clash = [c for c in WINDOW_COLUMNS if c in columns]
+    if clash:
+        _fail(f"The input of {function} already has a column named {clash[0]}", table,
+              f"rename it first, e.g. WITH t2 AS (SELECT *, {clash[0]} AS original_{clash[0]} ...)")
+    alias = node.args.get("alias")
+    return WindowRelation(
+        node=node,
+        function=function,
+        source=source,
+        source_alias=table.alias or None,
+        columns=columns,
+        partition_by=partition_by,
+        order_by=order_by,
+        time=time,
+        windower=windower,
+        watermark=watermark,
+        options=options,
+        position=_node_position(node, function),
+        alias=alias.name if alias else None,
+    )
+
+
+def _bind_arguments(node: WindowTVF) -> tuple[TableArg, Descriptor | None, dict[str, exp.Expr]]:
+    """Match positional and named (`NAME => value`) arguments to the function's parameters."""
+    function = node.function
+    parameters, required = SIGNATURES[function]
+    table_arg: TableArg | None = None
+    descriptor: Descriptor | None = None
+    positional: list[exp.Expr] = []
+    named: dict[str, exp.Expr] = {}
+    for arg in node.expressions:
+        if isinstance(arg, exp.Kwarg):
+            name = arg.this.name.upper()
+            name = PARAMETER_ALIASES.get(name, name)
+            value = arg.expression
+            if name == "DATA":
+                table_arg = _expect_table(value, function)
+            elif name == "TIMECOL":
+                descriptor = _expect_descriptor(value, function)
+            elif name in parameters:
+                if name in named:
+                    _fail(f"{function} got {name} twice", arg)
+                named[name] = value
+            else:
+                accepted = ", ".join(("DATA", "TIMECOL", *parameters))
+                _fail(f"{function} has no parameter named {name}", arg, accepted, text=arg.this.name)
+        elif isinstance(arg, TableArg):
+            table_arg = arg
+        elif isinstance(arg, Descriptor):
+            descriptor = arg
+        else:
+            positional.append(arg)
+    usage = _usage(function)
+    if table_arg is None:
+        _fail(f"{function} needs its input as TABLE name", node, usage, text=function)
+    free = [p for p in parameters if p not in named]
+    if len(positional) > len(free):
+        _fail(f"{function} takes {len(parameters)} value argument(s) after the table and time column, "
+              f"got {len(positional) + len(named)}", positional[len(free)], usage)
+    params = dict(named)
+    params.update(zip(free, positional))
+    missing = [p for p in parameters[:required] if p not in params]
+    if missing:
+        _fail(f"{function} is missing its {missing[0]} argument", node, usage, text=function)
+    if function not in ("COUNT_WINDOW", "GLOBAL_WINDOW") and descriptor is None:
+        _fail(f"{function} needs the time column as DESCRIPTOR(column)", node, usage, text=function)
+    return table_arg, descriptor, params
+
+
+def _usage(function: str) -> str:
+    return {
+        "TUMBLE": "TUMBLE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), size [, offset])",
+        "HOP": "HOP(TABLE t [PARTITION BY k], DESCRIPTOR(ts), slide, size [, offset])",
+        "CUMULATE": "CUMULATE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), step, max_size [, offset])",
+        "SESSION": "SESSION(TABLE t PARTITION BY k, DESCRIPTOR(ts), gap)",
+        "SLIDE": "SLIDE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), size)",
+        "COUNT_WINDOW": "COUNT_WINDOW(TABLE t [PARTITION BY k] ORDER BY col, [DESCRIPTOR(ts),] size [, slide])",
+        "GLOBAL_WINDOW": "GLOBAL_WINDOW(TABLE t [PARTITION BY k] [, DESCRIPTOR(ts)])",
+    }[function]
+
+
+def _expect_table(value: exp.Expr, function: str) -> TableArg:
+    if not isinstance(value, TableArg):
+        _fail(f"DATA of {function} must be TABLE name", value, _usage(function))
+    return value
+
+
+def _expect_descriptor(value: exp.Expr, function: str) -> Descriptor:
+    if not isinstance(value, Descriptor):
+        _fail(f"TIMECOL of {function} must be DESCRIPTOR(column)", value, _usage(function))
+    return value
+
+
+def _column_sql(expr: exp.Expr, columns: dict[str, str], clause: str) -> str:
+    for column in expr.find_all(exp.Column):
+        _check_column(column, columns, clause)
+    return expr.sql(dialect="spark")
+
+
+def _ordering_sql(expr: exp.Expr, columns: dict[str, str]) -> str:
+    for column in expr.find_all(exp.Column):
+        _check_column(column, columns, "ORDER BY")
+    return expr.sql(dialect="spark")
+
+
+def _check_column(column: exp.Column, columns: dict[str, str], clause: str) -> None:
+    if columns and column.name.lower() not in {c.lower() for c in columns}:
+        _fail(f"Unknown column {column.name} in {clause}", column,
+              "one of the input's columns: " + ", ".join(columns), text=column.name)
+
+
+def _time_column(node: WindowTVF, descriptor: Descriptor | None, columns: dict[str, str]) -> TimeColumn | None:
+    if descriptor is None:
+        return None
+    inner = descriptor.this
+    if isinstance(inner, (exp.Anonymous, exp.Func)) and inner.sql().upper().startswith(("PROCTIME", "CURRENT_TIMESTAMP")):
+        return TimeColumn(None, "processing_time")
+    if not isinstance(inner, exp.Column):
+        _fail("DESCRIPTOR takes one column name, or PROCTIME() for processing time", descriptor,
+              "DESCRIPTOR(ts) | DESCRIPTOR(PROCTIME())")
+    _check_column(inner, columns, "DESCRIPTOR")
+    type_name = _type_of(inner.name, columns)
+    if type_name is None or type_name in TIMESTAMP_TYPES:
+        return TimeColumn(inner.name, "timestamp")
+    if type_name in EPOCH_MS_TYPES:
+        return TimeColumn(inner.name, "epoch_ms")
+    _fail(f"Time column {inner.name} is {type_name.upper()}, not a time", inner,
+          "a TIMESTAMP column, or a LONG column of epoch milliseconds", text=inner.name)
+
+
+def _type_of(name: str, columns: dict[str, str]) -> str | None:
+    for column, type_name in columns.items():
+        if column.lower() == name.lower():
+            return type_name.lower()
+    return None
+
+
+# -- durations -------------------------------------------------------------------------
+
+
+def duration_micros(value: exp.Expr, time: TimeColumn | None, what: str, allow_zero: bool = False,
+                    allow_negative: bool = False) -> int:
+    """An INTERVAL (or, for an epoch-ms time column, a number of milliseconds) in microseconds."""
+    micros = _interval_micros(value, time, what)
+    if micros < 0 and not allow_negative or micros == 0 and not allow_zero:
+        _fail(f"{what} must be positive, got {value.sql(dialect='spark')}", value,
+              f"a positive interval, e.g. {what} INTERVAL 10 SECONDS" if what.isupper() else "a positive interval")
+    if time is not None and time.kind == "epoch_ms" and micros % 1_000:
+        _fail(f"{what} is finer than a millisecond, the unit of the time column {time.name}", value,
+              "a whole number of milliseconds")
+    return micros
+
+
+def _interval_micros(value: exp.Expr, time: TimeColumn | None, what: str) -> int:
+    if isinstance(value, exp.Paren):
+        return _interval_micros(value.this, time, what)
+    if isinstance(value, exp.Neg):
+        return -_interval_micros(value.this, time, what)
+    if isinstance(value, exp.Add):
+        return _interval_micros(value.this, time, what) + _interval_micros(value.expression, time, what)
+    if isinstance(value, exp.Interval):
+        return _interval_literal_micros(value, what)
+    if isinstance(value, exp.Literal) and not value.is_string:
+        if time is not None and time.kind == "epoch_ms":
+            return int(float(value.this) * 1_000)
+        _fail(f"{what} needs a unit: {value.this} of what?", value,
+              f"INTERVAL {value.this} SECONDS (a bare number means milliseconds only with a LONG epoch-ms time column)")
+    _fail(f"{what} must be an interval", value, "INTERVAL 10 SECONDS, INTERVAL '1' HOUR, INTERVAL '1 hour 30 minutes'")
+
+
+_UNIT_RE = re.compile(r"(-?\d+(?:\.\d+)?)\s*([a-zA-Z]+)")
+
+
+def _interval_literal_micros(interval: exp.Interval, what: str) -> int:
+    amount = interval.this
+    unit = interval.args.get("unit")
+    text = amount.name if amount is not None else ""
+    if unit is None:  # INTERVAL '1 hour 30 minutes'
+        pairs = _UNIT_RE.findall(text)
+        if not pairs:
+            _fail(f"Cannot read the interval {interval.sql(dialect='spark')}", interval,
+                  "INTERVAL '1 hour 30 minutes' or INTERVAL 90 MINUTES")
+        return sum(_unit_micros(float(n), u, interval, what) for n, u in pairs)
+    if isinstance(unit, exp.IntervalSpan):
+        _fail("Interval ranges (DAY TO SECOND) are not supported", interval, "INTERVAL '1 hour 30 minutes'")
+    try:
+        number = float(text)
+    except ValueError:
+        return _interval_literal_micros(exp.Interval(this=exp.Literal.string(f"{text} {unit.name}")), what)
+    return _unit_micros(number, unit.name, interval, what)
+
+
+def _unit_micros(number: float, unit: str, node: exp.Expr, what: str) -> int:
+    name = unit.upper().rstrip("S") if unit.upper() not in ("MS", "US") else unit.upper()
+    name = {"MS": "MILLISECOND", "US": "MICROSECOND", "SEC": "SECOND", "MIN": "MINUTE", "H": "HOUR"}.get(name, name)
+    if name in ("MONTH", "YEAR", "QUARTER"):
+        _fail(f"{what} of a {name.lower()} has no fixed length", node,
+              "an interval of fixed length: WEEKS, DAYS, HOURS, MINUTES, SECONDS, MILLISECONDS")
+    if name not in MICROS:
+        _fail(f"Unknown interval unit {unit}", node, "WEEK, DAY, HOUR, MINUTE, SECOND, MILLISECOND, MICROSECOND")
+    return round(number * MICROS[name])
+
+
+def _offset_micros(value: exp.Expr, time: TimeColumn | None) -> int:
+    """OFFSET is an interval, or an instant the windows are aligned to (Bytewax's align_to)."""
+    if isinstance(value, (exp.Cast, exp.TsOrDsToTimestamp)) or (
+        isinstance(value, exp.Literal) and value.is_string
+    ):
+        text = value.name if isinstance(value, exp.Literal) else value.this.name
+        try:
+            instant = dt.datetime.fromisoformat(text.replace(" ", "T"))
+        except ValueError:
+            _fail(f"Cannot read the alignment instant {value.sql(dialect='spark')}", value,
+                  "OFFSET => INTERVAL 30 MINUTES, or an instant TIMESTAMP '2023-12-14 00:00:00'")
+        if instant.tzinfo is None:
+            instant = instant.replace(tzinfo=dt.timezone.utc)
+        return int(instant.timestamp() * 1_000_000)
+    return duration_micros(value, time, "OFFSET", allow_zero=True, allow_negative=True)
+
+
+def _windower(function: str, params: dict[str, exp.Expr], time: TimeColumn | None, node: WindowTVF) -> Windower:
+    def dur(name: str) -> int:
+        return duration_micros(params[name], time, name)
+
+    def offset(period: int) -> int:
+        return _offset_micros(params["OFFSET"], time) % period if "OFFSET" in params else 0
+
+    if function == "TUMBLE":
+        size = dur("SIZE")
+        return Tumble(size, offset(size))
+    if function == "HOP":
+        size, slide = dur("SIZE"), dur("SLIDE")
+        return Hop(size, slide, offset(slide))
+    if function == "CUMULATE":
+        step, max_size = dur("STEP"), dur("SIZE")
+        if max_size % step:
+            _fail("CUMULATE's step must divide its max size", params["STEP"],
+                  f"a step that divides {params['SIZE'].sql(dialect='spark')} evenly")
+        return Cumulate(step, max_size, offset(max_size))
+    if function == "SESSION":
+        return Session(dur("GAP"))
+    if function == "SLIDE":
+        return Slide(dur("SIZE"))
+    if function == "COUNT_WINDOW":
+        size = _row_count(params["SIZE"], "SIZE")
+        slide = _row_count(params["SLIDE"], "SLIDE") if "SLIDE" in params else size
+        return CountWindow(size, slide)
+    return GlobalWindow()
+
+
+def _row_count(value: exp.Expr, what: str) -> int:
+    if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
+        if isinstance(value, exp.Neg):
+            _fail(f"COUNT_WINDOW {what} must be a positive number of rows", value, "a whole number of rows, e.g. 3")
+        _fail(f"COUNT_WINDOW {what} is a number of rows", value, "a whole number of rows, e.g. 3")
+    count = int(value.this)
+    if count <= 0:
+        _fail(f"COUNT_WINDOW {what} must be a positive number of rows, got {count}", value, "a whole number >= 1")
+    return count
+
+
+# -- watermark and options ----------------------------------------------------------
+
+
+def _options(node: WindowOptions | None) -> dict[str, t.Any]:
+    options: dict[str, t.Any] = {}
+    for option in node.expressions if node else []:
+        name = option.this.name.lower()
+        if name not in OPTION_VALUES:
+            _fail(f"Unknown window option {name}", option, ", ".join(OPTION_VALUES), text=option.this.name)
+        value = option.expression
+        allowed = OPTION_VALUES[name]
+        if allowed is not None:
+            text = value.name.lower() if isinstance(value, (exp.Literal, exp.Column)) else ""
+            if text not in allowed:
+                _fail(f"Option {name} cannot be {value.sql(dialect='spark')}", value,
+                      " | ".join(f"'{a}'" for a in allowed))
+            options[name] = text
+        elif name in ("arrival_order", "arrival_batch", "arrival_time"):
+            if not isinstance(value, (exp.Column, exp.Literal)):
+                _fail(f"Option {name} names a column", value, f"{name} = column_name")
+            options[name] = value.name
+        else:
+            options[name] = value  # converted to micros once the time column is known
+    return options
+
+
+def _watermark(table_arg: TableArg, time: TimeColumn | None, options: dict[str, t.Any],
+               columns: dict[str, str]) -> WatermarkSpec:
+    clause = table_arg.args.get("watermark")
+    delay = 0
+    column = time.name if time else None
+    if clause is not None:
+        column = clause.this.name
+        _check_column(clause.this, columns, "WATERMARK")
+        if time is not None and time.name and column.lower() != time.name.lower():
+            _fail(f"WATERMARK is on {column} but the window's time column is {time.name}", clause.this,
+                  f"WATERMARK {time.name} DELAY OF ...", text=column)
+        delay_node = clause.args.get("delay")
+        if isinstance(delay_node, exp.Column) and delay_node.name.upper() == "UNBOUNDED":
+            delay = UNBOUNDED
+        elif delay_node is not None:
+            delay = duration_micros(delay_node, time, "DELAY", allow_zero=True)
+    idle = options.get("idle_timeout")
+    return WatermarkSpec(
+        column=column,
+        delay=delay,
+        strategy=options.get("watermark_strategy", "max_event_time"),
+        scope=options.get("watermark_scope", "key"),
+        idle_timeout=duration_micros(idle, time, "idle_timeout") if idle is not None else None,
+        idle_clock=options.get("idle_clock", "processing_time"),
+        lateness_rule=options.get("lateness_rule", "window_closed"),
+    )
+
+
+# -- EMIT ----------------------------------------------------------------------------
+
+
+def _emit_spec(ast: exp.Expr) -> tuple[EmitSpec, Position | None]:
+    node = ast.args.get("emit") if isinstance(ast, exp.Select) else None
+    if not isinstance(node, Emit):
+        return EmitSpec(), None
+    a = node.args
+    early_rows = _count(a.get("early_rows"), "EARLY EVERY")
+    late_rows = _count(a.get("late_rows"), "LATE EVERY")
+    changes = bool(a.get("changes"))
+    if changes and (a.get("early_interval") is not None or early_rows is not None):
+        _fail("EMIT CHANGES already fires after every row; it takes no EARLY EVERY", node,
+              "EMIT CHANGES, or EMIT EARLY EVERY ...", text="EMIT")
+    if changes and a.get("final"):
+        _fail("EMIT FINAL and EMIT CHANGES exclude each other", node,
+              "EMIT FINAL (once per window) or EMIT CHANGES (after every row)", text="EMIT")
+    lateness = a.get("allowed_lateness")
+    spec = EmitSpec(
+        final=not changes,
+        changes=changes,
+        early_interval=_micros_or_none(a.get("early_interval"), "EARLY EVERY"),
+        early_rows=early_rows,
+        allowed_lateness=duration_micros(lateness, None, "ALLOWED LATENESS", allow_zero=True) if lateness else 0,
+        late_interval=_micros_or_none(a.get("late_interval"), "LATE EVERY"),
+        late_rows=late_rows,
+        accumulation=a.get("accumulation") or "ACCUMULATING",
+        only_updated=bool(a.get("only_updated")),
+    )
+    return spec, _node_position(node, "EMIT")
+
+
+def _count(node: exp.Expr | None, what: str) -> int | None:
+    if node is None:
+        return None
+    value = int(float(node.this))
+    if value <= 0:
+        _fail(f"{what} needs a positive number of rows", node, f"{what} 1 ROWS or more")
+    return value
+
+
+def _micros_or_none(node: exp.Expr | None, what: str) -> int | None:
+    return None if node is None else duration_micros(node, None, what)
+
+
+# -- the aggregation shape -------------------------------------------------------------
+
+
+def _aggregation(ast: exp.Expr, windows: list[WindowRelation]) -> WindowAggregation | None:
+    """Recognise SELECT ... FROM <window fn> [WHERE ...] GROUP BY keys, window_start, window_end."""
+    if not isinstance(ast, exp.Select) or len(windows) != 1:
+        return None
+    relation = windows[0]
+    from_ = ast.args.get("from_")
+    if from_ is None or from_.this is not relation.node or ast.args.get("joins"):
+        return None
+    group = ast.args.get("group")
+    if group is None:
+        return None
+    names = [e.name.lower() if isinstance(e, exp.Column) else None for e in group.expressions]
+    if "window_start" not in names or "window_end" not in names:
+        return None
+    keys = tuple(e.sql(dialect="spark") for e, n in zip(group.expressions, names) if n not in WINDOW_COLUMNS)
+    return WindowAggregation(relation, ast, keys)
+
+
+def require_final_only(plan: QueryPlan, mode: str) -> None:
+    """Complete input has no arrival order: only the on-time firing is defined there."""
+    if not plan.emit.is_final_only:
+        raise SqlwinUnsupportedError(
+            f"This EMIT clause needs arrival order, which the {mode} mode does not have",
+            plan.emit_position,
+            "EMIT FINAL over a finished table; early, changed, late or retracting firings over a replay "
+            "(WITH (arrival_order = col)) or a stream",
+            query=plan.sql,
+        )
+    for relation in plan.windows:
+        if relation.time is not None and relation.time.kind == "processing_time":
+            raise SqlwinUnsupportedError(
+                "Processing time needs arrival times, which a finished table does not have",
+                relation.position,
+                "DESCRIPTOR(event_time_column) over a finished table; PROCTIME() over a replay with "
+                "WITH (arrival_time = col) or a stream",
+                query=plan.sql,
+            )
