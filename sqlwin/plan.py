@@ -303,10 +303,6 @@ def _window_relation(node: WindowTVF, schema_of: SchemaLookup) -> WindowRelation
     for name in (*partition_by,):
         if name in WINDOW_COLUMNS:
             _fail(f"{name} is produced by the window function and cannot be a key", node)
-    clash = [c for c in WINDOW_COLUMNS if c in columns]
-    if clash:
-        _fail(f"The input of {function} already has a column named {clash[0]}", table,
-              f"rename it first, e.g. WITH t2 AS (SELECT *, {clash[0]} AS original_{clash[0]} ...)")
     alias = node.args.get("alias")
     return WindowRelation(
         node=node,

@@ -1,0 +1,181 @@
+"""The Python API: `sw = sqlwin.attach(spark)`, then `sw.sql(...)` and `sw.explain(...)`."""
+
+from __future__ import annotations
+
+import re
+import typing as t
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from sqlwin.dialect import parse_one
+from sqlwin.errors import Position, SqlwinError, SqlwinRuntimeError, SqlwinValidationError
+from sqlwin.lower.batch import LoweredQuery, lower_complete
+from sqlwin.plan import QueryPlan, build_plan, require_final_only
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+@dataclass
+class Explanation:
+    """What `sw.explain(query)` returns: the IR, the lowering chosen and why, the Spark SQL."""
+
+    plan: QueryPlan
+    mode: str
+    lowered: LoweredQuery
+
+    def __str__(self) -> str:
+        lines = [f"mode: {self.mode}"]
+        for window in self.plan.windows:
+            lines.append(f"window: {window.function} over {window.source} at {window.position}")
+            lines.append(f"  windower: {window.windower}")
+            lines.append(f"  time: {window.time}")
+            lines.append(f"  partition by: {', '.join(window.partition_by) or '(none: one stream)'}")
+            if window.order_by:
+                lines.append(f"  order by: {', '.join(window.order_by)}")
+            lines.append(f"  watermark: {window.watermark}")
+        lines.append(f"emit: {self.plan.emit}")
+        if self.plan.late_into:
+            lines.append(f"late rows into: {self.plan.late_into}")
+        if self.plan.aggregation:
+            keys = ", ".join(self.plan.aggregation.group_keys) or "(none)"
+            lines.append(f"windowed aggregation: GROUP BY {keys}, window_start, window_end")
+        lines.append("lowering:")
+        lines += [f"  {s}" for s in self.lowered.strategies] or ["  (no window function: plain Spark SQL)"]
+        lines.append("spark sql:")
+        lines.append(f"  {self.lowered.sql}")
+        return "\n".join(lines)
+
+
+class Sqlwin:
+    """sqlwin bound to one SparkSession. Table names resolve through its catalog (temp views included)."""
+
+    def __init__(self, spark: "SparkSession"):
+        self.spark = spark
+
+    # -- public ------------------------------------------------------------------
+
+    def plan(self, query: str) -> QueryPlan:
+        """Parse and validate; the IR every execution mode reads."""
+        resolver = _SchemaResolver(self, query)
+        return build_plan(query, resolver)
+
+    def sql(self, query: str) -> "DataFrame":
+        """Run a windowed query over finished tables (complete input): a DataFrame."""
+        plan = self.plan(query)
+        require_final_only(plan, "complete-input")
+        lowered = lower_complete(plan)
+        return self._spark_sql(lowered.sql, query)
+
+    def explain(self, query: str) -> Explanation:
+        plan = self.plan(query)
+        require_final_only(plan, "complete-input")
+        return Explanation(plan, "complete input (native Spark SQL)", lower_complete(plan))
+
+    # -- internals -----------------------------------------------------------------
+
+    def _spark_sql(self, sql: str, original: str) -> "DataFrame":
+        from pyspark.errors import AnalysisException, ParseException
+
+        try:
+            return self.spark.sql(sql)
+        except (AnalysisException, ParseException) as err:
+            raise spark_error(err, original) from None
+
+    def _table_schema(self, name: str) -> dict[str, str] | None:
+        from pyspark.errors import AnalysisException
+
+        try:
+            schema = self.spark.table(name).schema
+        except AnalysisException:
+            return None
+        return {f.name: f.dataType.simpleString() for f in schema.fields}
+
+
+class _SchemaResolver:
+    """Column types of a window function's input: a catalog table, a temp view, or a CTE of the query."""
+
+    def __init__(self, sw: Sqlwin, query: str, resolving: frozenset[str] = frozenset()):
+        self.sw = sw
+        self.query = query
+        self.resolving = resolving
+        self._ctes: dict[str, exp.Expr] | None = None
+
+    def __call__(self, name: str) -> dict[str, str] | None:
+        ctes = self._cte_definitions()
+        if name.lower() in ctes and name.lower() not in self.resolving:
+            return self._cte_schema(name.lower())
+        schema = self.sw._table_schema(name)
+        if schema is None and name.lower() not in ctes:
+            raise _unknown_table(name, self.query)
+        return schema
+
+    def _cte_definitions(self) -> dict[str, exp.Expr]:
+        if self._ctes is None:
+            ast = parse_one(self.query)
+            with_ = ast.args.get("with_")
+            self._ctes = {c.alias.lower(): c for c in with_.expressions} if with_ else {}
+        return self._ctes
+
+    def _cte_schema(self, name: str) -> dict[str, str] | None:
+        ast = parse_one(self.query)
+        probe = exp.select("*").from_(name)
+        probe.set("with_", ast.args.get("with_"))
+        from sqlwin.dialect import Sqlwin as SqlwinDialect
+
+        probe_sql = probe.sql(dialect=SqlwinDialect)
+        inner = _SchemaResolver(self.sw, probe_sql, self.resolving | {name})
+        try:
+            lowered = lower_complete(build_plan(probe_sql, inner))
+            df = self.sw._spark_sql(lowered.sql, self.query)
+        except SqlwinError:
+            return None  # reported with its real position when the whole query is planned
+        return {f.name: f.dataType.simpleString() for f in df.schema.fields}
+
+
+def _unknown_table(name: str, query: str) -> SqlwinValidationError:
+    match = re.search(rf"\b{re.escape(name)}\b", query)
+    position = _position_of(query, match.start(), name) if match else None
+    return SqlwinValidationError(
+        f"Unknown table {name}", position,
+        "a table or view in the Spark catalog (sw.spark.createOrReplaceTempView / --table NAME=PATH) or a CTE",
+        query=query,
+    )
+
+
+def _position_of(query: str, index: int, text: str) -> Position:
+    line = query.count("\n", 0, index) + 1
+    column = index - (query.rfind("\n", 0, index) + 1) + 1
+    return Position(line, column, text)
+
+
+_SPARK_NAME = re.compile(r"name `([^`]+)`|`([^`]+)`")
+
+
+def spark_error(err: Exception, query: str) -> SqlwinError:
+    """A Spark analysis error as a sqlwin error pointing into the user's query, not the lowered SQL."""
+    text = str(err)
+    condition = getattr(err, "getCondition", lambda: None)() or ""
+    first = text.splitlines()[0] if text else condition
+    first = re.sub(r"\s*SQLSTATE: \w+", "", first)
+    first = re.sub(r"; line \d+ pos \d+.*", "", first)
+    position = None
+    for match in _SPARK_NAME.finditer(first):
+        name = (match.group(1) or match.group(2)).split(".")[-1]
+        if name.startswith("__"):
+            continue
+        found = re.search(rf"\b{re.escape(name)}\b", query)
+        if found:
+            position = _position_of(query, found.start(), name)
+            break
+    hint = None
+    if "UNRESOLVED_COLUMN" in first:
+        hint = "a column of the window function's input, or window_start / window_end / window_time"
+    error_type = SqlwinValidationError if isinstance(err, Exception) else SqlwinRuntimeError
+    return error_type(f"Spark cannot run the query: {first}", position, hint, query=query)
+
+
+def attach(spark: "SparkSession") -> Sqlwin:
+    """sqlwin for this SparkSession."""
+    return Sqlwin(spark)

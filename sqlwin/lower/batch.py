@@ -1,0 +1,447 @@
+"""Complete input → native Spark SQL.
+
+Over a finished table every row is on time and every window closes at end of input,
+so a windowed query is ordinary Spark SQL once each window table function is replaced
+by a relation that annotates every row with its window(s). That relation is written
+only with Spark's own operators — `window()`, arithmetic on epoch microseconds,
+`explode(sequence(...))`, window frames, `row_number()` — never a Python UDF, so the
+query runs at Spark's own speed.
+
+Two shapes are lowered differently because Spark has a faster native operator for them:
+a GROUP BY over SESSION (Spark's merging `session_window`) and over COUNT_WINDOW
+(one `row_number()` pass, windows as grouping keys). Everything else composes as a
+derived table under the user's own SQL (joins, CTEs, WHERE, a second window...).
+"""
+
+from __future__ import annotations
+
+import typing as t
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from sqlwin.dialect import Sqlwin, SqlwinGenerator, WindowTVF
+from sqlwin.plan import (
+    CountWindow,
+    Cumulate,
+    GlobalWindow,
+    Hop,
+    QueryPlan,
+    Session,
+    Slide,
+    TimeColumn,
+    Tumble,
+    WindowAggregation,
+    WindowRelation,
+)
+
+
+
+@dataclass
+class LoweredQuery:
+    sql: str  # the Spark SQL that runs
+    strategies: list[str]  # one line per window function: how it was lowered and why
+
+
+class RawRelation(exp.Expression):
+    """A relation given as ready Spark SQL text (a lowered window function)."""
+
+    arg_types = {"this": True, "alias": False}
+
+
+class _LoweringGenerator(SqlwinGenerator):
+    TRANSFORMS = {
+        **SqlwinGenerator.TRANSFORMS,
+        RawRelation: lambda gen, e: f"({e.this}) AS {e.args['alias']}" if e.args.get("alias") else f"({e.this})",
+    }
+
+
+class _LoweringDialect(Sqlwin):
+    Generator = _LoweringGenerator
+
+
+def lower_complete(plan: QueryPlan) -> LoweredQuery:
+    """The whole query as Spark SQL, every window function replaced by native Spark."""
+    ast = plan.ast.copy()
+    nodes = {id(n): n for n in ast.find_all(WindowTVF)}
+    originals = {id(w.node): w for w in plan.windows}
+    # Map copied nodes back to their relations through their position in the walk order.
+    relations = dict(zip(nodes, (originals[id(n)] for n in plan.ast.find_all(WindowTVF))))
+    strategies: list[str] = []
+
+    fast = _grouped_fast_path(plan)
+    for node_id, node in nodes.items():
+        relation = relations[node_id]
+        if fast is not None and relation is plan.aggregation.relation:
+            continue
+        sql, why = annotate(relation)
+        strategies.append(f"{relation.function} at {relation.position}: {why}")
+        node.replace(RawRelation(this=sql, alias=_alias(relation)))
+    if fast is not None:
+        ast, why = fast(ast, plan.aggregation, _strip_modifiers)
+        strategies.append(f"{plan.aggregation.relation.function} at {plan.aggregation.relation.position}: {why}")
+    _strip_modifiers(ast)
+    return LoweredQuery(ast.sql(dialect=_LoweringDialect), strategies)
+
+
+def _strip_modifiers(ast: exp.Expr) -> None:
+    """EMIT / LATE ROWS INTO / WATERMARK have no meaning to Spark over complete input."""
+    for select in ast.find_all(exp.Select):
+        select.set("emit", None)
+        select.set("late_into", None)
+    for table in ast.find_all(exp.Table):
+        table.set("watermark", None)
+
+
+def _alias(relation: WindowRelation) -> str:
+    # Without an alias of its own the window relation answers to its input's name, so
+    # `t.k` keeps working in `SELECT t.k FROM TUMBLE(TABLE t, ...)`.
+    return relation.alias or relation.source_alias or relation.source.split(".")[-1]
+
+
+# --------------------------------------------------------------------------- time helpers
+
+
+class _Time:
+    """Arithmetic on a time column in its own unit: microseconds for TIMESTAMP, ms for epoch-ms LONG."""
+
+    def __init__(self, time: TimeColumn):
+        self.column = f"`{time.name}`"
+        self.epoch_ms = time.kind == "epoch_ms"
+
+    @property
+    def value(self) -> str:
+        """The row's time as a number in the column's unit."""
+        return self.column if self.epoch_ms else f"unix_micros({self.column})"
+
+    def duration(self, micros: int) -> int:
+        return micros // 1_000 if self.epoch_ms else micros
+
+    def to_time(self, number_sql: str) -> str:
+        """A number in the column's unit back to the column's kind (LONG stays LONG)."""
+        return f"({number_sql})" if self.epoch_ms else f"timestamp_micros({number_sql})"
+
+    def window_columns(self, start: str, end: str, inclusive_end: bool = False) -> str:
+        """`window_start, window_end, window_time` from numbers; window_time is the last instant inside."""
+        last = end if inclusive_end else f"{end} - 1"
+        return (
+            f"{self.to_time(start)} AS window_start, {self.to_time(end)} AS window_end, "
+            f"{self.to_time(last)} AS window_time"
+        )
+
+
+def _star_except(relation: WindowRelation, *temporaries: str) -> str:
+    """`* EXCEPT (...)` dropping our temporaries and any window columns the input already has.
+
+    A window over a window's output (e.g. DESCRIPTOR(window_time)) gets fresh window
+    columns; the input's are shadowed, as a user chaining windows expects.
+    """
+    shadowed = [c for c in relation.columns if c.lower() in ("window_start", "window_end", "window_time")]
+    dropped = [*temporaries, *(f"`{c}`" for c in shadowed)]
+    return f"* EXCEPT ({', '.join(dropped)})" if dropped else "*"
+
+
+def _partition_clause(relation: WindowRelation, extra: str = "") -> str:
+    keys = [*relation.partition_by, *([extra] if extra else [])]
+    return f"PARTITION BY {', '.join(keys)} " if keys else ""
+
+
+def _interval(micros: int) -> str:
+    return f"INTERVAL {micros} MICROSECONDS"
+
+
+# --------------------------------------------------------------------------- annotation
+
+
+def annotate(relation: WindowRelation) -> tuple[str, str]:
+    """Spark SQL for the window function's output: its input's columns plus window_start/end/time."""
+    windower = relation.windower
+    src = relation.source
+    if isinstance(windower, (Tumble, Hop)):
+        return _annotate_fixed(relation, windower, src)
+    if isinstance(windower, Cumulate):
+        return _annotate_cumulate(relation, windower, src)
+    if isinstance(windower, Session):
+        return _annotate_session(relation, windower, src)
+    if isinstance(windower, Slide):
+        return _annotate_slide(relation, windower, src)
+    if isinstance(windower, CountWindow):
+        return _annotate_count(relation, windower, src)
+    if isinstance(windower, GlobalWindow):
+        return _annotate_global(relation, src)
+    raise AssertionError(f"no lowering for {windower}")
+
+
+def _annotate_fixed(relation: WindowRelation, w: Tumble | Hop, src: str) -> tuple[str, str]:
+    slide = w.slide
+    time = _Time(relation.time)
+    if not time.epoch_ms and slide <= w.size:
+        # Spark's own window(): the operator a Spark user would write by hand.
+        sql = (
+            f"SELECT {_star_except(relation, '__w')}, __w.start AS window_start, __w.end AS window_end, "
+            f"__w.end - INTERVAL 1 MICROSECOND AS window_time FROM ("
+            f"SELECT *, window({time.column}, '{w.size} microseconds', '{slide} microseconds', "
+            f"'{w.offset} microseconds') AS __w FROM {src})"
+        )
+        return sql, "Spark window() (native)"
+    # Epoch-ms columns and hops with gaps (slide > size, which window() refuses): the same
+    # assignment written as arithmetic. The latest window start at or before t is
+    # t - pmod(t - offset, slide); earlier candidates are `slide` apart.
+    size, step, offset = time.duration(w.size), time.duration(slide), time.duration(w.offset)
+    candidates = -(-size // step)  # ceil: how many windows can hold one instant
+    latest = f"{time.value} - pmod({time.value} - {offset}, {step})"
+    if candidates == 1:
+        inner = f"SELECT *, {latest} AS __s FROM {src} WHERE {time.column} IS NOT NULL"
+    else:
+        inner = (
+            f"SELECT *, {latest} - __i * {step} AS __s FROM {src} "
+            f"LATERAL VIEW explode(sequence(0, {candidates - 1})) AS __i WHERE {time.column} IS NOT NULL"
+        )
+    sql = (
+        f"SELECT {_star_except(relation, '__s', *(['__i'] if candidates > 1 else []))}, "
+        f"{time.window_columns('__s', f'__s + {size}')} FROM ({inner}) WHERE {time.value} < __s + {size}"
+    )
+    gap_note = " (slide > size: rows in the gaps join no window)" if slide > w.size else ""
+    return sql, f"native arithmetic on the time column{gap_note}"
+
+
+def _annotate_cumulate(relation: WindowRelation, w: Cumulate, src: str) -> tuple[str, str]:
+    time = _Time(relation.time)
+    step, max_size, offset = time.duration(w.step), time.duration(w.max_size), time.duration(w.offset)
+    base = f"{time.value} - pmod({time.value} - {offset}, {max_size})"
+    # A row at t is in every window of its period whose end (base + j*step) is after t.
+    first_j = f"CAST(floor(({time.value} - __b) / {step}) AS BIGINT) + 1"
+    sql = (
+        f"SELECT {_star_except(relation, '__b', '__j')}, {time.window_columns('__b', f'__b + __j * {step}')} FROM ("
+        f"SELECT *, {base} AS __b FROM {src} WHERE {time.column} IS NOT NULL) __c "
+        f"LATERAL VIEW explode(sequence({first_j}, {max_size // step})) AS __j"
+    )
+    return sql, "native arithmetic + explode(sequence) over the cumulating steps"
+
+
+def _annotate_session(relation: WindowRelation, w: Session, src: str) -> tuple[str, str]:
+    time = _Time(relation.time)
+    gap = time.duration(w.gap)
+    order = f"{_partition_clause(relation)}ORDER BY {time.value}"
+    # A row starts a new session when it is a full gap (or more) after the previous row.
+    starts = (
+        f"SELECT *, CASE WHEN {time.value} - lag({time.value}) OVER ({order}) < {gap} THEN 0 ELSE 1 END AS __new "
+        f"FROM {src} WHERE {time.column} IS NOT NULL"
+    )
+    numbered = f"SELECT *, sum(__new) OVER ({order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __sid FROM ({starts})"
+    session = _partition_clause(relation, "__sid")
+    bounded = (
+        f"SELECT *, min({time.value}) OVER ({session}) AS __first, max({time.value}) OVER ({session}) AS __last "
+        f"FROM ({numbered})"
+    )
+    sql = (
+        f"SELECT {_star_except(relation, '__new', '__sid', '__first', '__last')}, "
+        f"{time.window_columns('__first', f'__last + {gap}')} FROM ({bounded})"
+    )
+    return sql, "window frames: lag() marks session starts, a running sum numbers them"
+
+
+def _annotate_slide(relation: WindowRelation, w: Slide, src: str) -> tuple[str, str]:
+    time = _Time(relation.time)
+    size = time.duration(w.size)
+    keys = relation.partition_by
+    # One window per distinct (key, time); each holds the rows of its key in [time - size, time].
+    key_match = " AND ".join(f"__r.{_key(k)} <=> __w.{_key(k)}" for k in keys)
+    key_cols = ", ".join(f"{k} AS {_key(k)}" for k in keys)
+    windows = f"SELECT DISTINCT {key_cols + ', ' if key_cols else ''}{time.value} AS __end FROM {src} WHERE {time.column} IS NOT NULL"
+    rows = f"SELECT *{', ' + key_cols if key_cols else ''}, {time.value} AS __t FROM {src} WHERE {time.column} IS NOT NULL"
+    join = f"{key_match + ' AND ' if key_match else ''}__r.__t BETWEEN __w.__end - {size} AND __w.__end"
+    drop = ", ".join(["__t", *(_key(k) for k in keys)])
+    sql = (
+        f"SELECT __r.{_star_except(relation, *drop.split(', '))}, {time.window_columns(f'__w.__end - {size}', '__w.__end', inclusive_end=True)} "
+        f"FROM ({rows}) __r JOIN ({windows}) __w ON {join}"
+    )
+    return sql, "range join of rows to one window per distinct row time"
+
+
+def _key(expression: str) -> str:
+    return "__k_" + "".join(ch if ch.isalnum() else "_" for ch in expression)
+
+
+def _annotate_count(relation: WindowRelation, w: CountWindow, src: str) -> tuple[str, str]:
+    order = ", ".join(relation.order_by) or f"`{relation.options['arrival_order']}`"
+    part = _partition_clause(relation)
+    numbered = f"SELECT *, row_number() OVER ({part}ORDER BY {order}) - 1 AS __rn FROM {src}"
+    # Row rn is in windows j with j*slide <= rn < j*slide + size.
+    first_j = f"CAST(greatest(0, ceil((__rn - {w.size} + 1) / {w.slide})) AS BIGINT)"
+    last_j = f"CAST(floor(__rn / {w.slide}) AS BIGINT)"
+    exploded = f"SELECT * FROM ({numbered}) __n LATERAL VIEW explode(sequence({first_j}, {last_j})) AS __j"
+    win = _partition_clause(relation, "__j")
+    bound = _count_bounds(relation)
+    sized = (
+        f"SELECT *, count(*) OVER ({win}) AS __size, min_by({bound}, __rn) OVER ({win}) AS __first, "
+        f"max_by({bound}, __rn) OVER ({win}) AS __last FROM ({exploded})"
+    )
+    sql = (
+        f"SELECT {_star_except(relation, '__rn', '__j', '__size', '__first', '__last')}, __first AS window_start, __last AS window_end, "
+        f"__last AS window_time FROM ({sized}) WHERE __size = {w.size}"
+    )
+    return sql, "row_number() + explode(sequence) of window numbers; only full windows (as Quix and Flink)"
+
+
+def _count_bounds(relation: WindowRelation) -> str:
+    """What window_start / window_end of a count window show: the first / last row's time."""
+    if relation.time is not None:
+        return f"`{relation.time.name}`"
+    first = relation.order_by[0] if relation.order_by else f"`{relation.options['arrival_order']}`"
+    return first.rsplit(" ", 1)[0] if first.upper().endswith((" ASC", " DESC")) else first
+
+
+def _annotate_global(relation: WindowRelation, src: str) -> tuple[str, str]:
+    # The global window has no bounds: NULL start / end / time, typed like the time column.
+    kind = "BIGINT" if relation.time is not None and relation.time.kind == "epoch_ms" else "TIMESTAMP"
+    bounds = ", ".join(f"CAST(NULL AS {kind}) AS {c}" for c in ("window_start", "window_end", "window_time"))
+    return f"SELECT {_star_except(relation)}, {bounds} FROM {src}", "one window for all rows, closed at end of input"
+
+
+# --------------------------------------------------------------------------- grouped fast paths
+
+
+Rewrite = t.Callable[[exp.Expr, WindowAggregation, t.Callable], tuple[exp.Expr, str]]
+
+
+def _grouped_fast_path(plan: QueryPlan) -> Rewrite | None:
+    """A native grouped operator for GROUP BY <partition keys>, window_start, window_end, if one fits."""
+    agg = plan.aggregation
+    if agg is None:
+        return None
+    relation = agg.relation
+    if set(agg.group_keys) != set(relation.partition_by):
+        return None  # grouping finer or coarser than the window's keys: the general path is exact
+    if not _aggregates_extractable(agg.select):
+        return None
+    if isinstance(relation.windower, Session):
+        return _rewrite_session
+    if isinstance(relation.windower, CountWindow):
+        return _rewrite_count
+    return None
+
+
+def _aggregates_extractable(select: exp.Select) -> bool:
+    """True when the SELECT can be split into an inner GROUP BY and an outer projection.
+
+    Every function must be known to sqlglot (so aggregates can be told apart), no window
+    column may sit inside an aggregate, and there is no WHERE: a WHERE filters rows after
+    they are placed in sessions / count windows, which the grouped operators cannot do.
+    """
+    if select.args.get("where") is not None:
+        return False
+    for part in [*select.expressions, select.args.get("having")]:
+        if part is None:
+            continue
+        if any(isinstance(n, (exp.Anonymous, exp.Window)) for n in part.walk()):
+            return False
+        for aggregate in part.find_all(exp.AggFunc):
+            if any(c.name.lower() in ("window_start", "window_end", "window_time") for c in aggregate.find_all(exp.Column)):
+                return False
+    return True
+
+
+def _rewrite_grouped(ast: exp.Select, agg: WindowAggregation, window_key: str, window_cols: dict[str, str],
+                     source_sql: str, extra_items: t.Sequence[str] = (), having: str | None = None) -> exp.Expr:
+    """Split the user's SELECT into an inner GROUP BY (keys, window) and an outer projection.
+
+    The inner query computes every aggregate the user wrote, grouped by the partition keys
+    and `window_key`; the outer one is the user's own SELECT with each aggregate replaced
+    by its inner column and window_start / window_end / window_time by `window_cols`.
+    """
+    inner_items: list[str] = [f"{key} AS {_key(key)}" for key in agg.group_keys]
+    inner_items += [f"{window_key} AS __win", *extra_items]
+    gen = _LoweringGenerator()
+    counter = iter(range(10_000))
+
+    def extract(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.AggFunc):
+            name = f"__a{next(counter)}"
+            inner_items.append(f"{gen.generate(node)} AS {name}")
+            return exp.column(name)
+        if isinstance(node, exp.Column):
+            lowered = node.name.lower()
+            if lowered in window_cols:
+                return exp.column(f"__win_{lowered}")
+            for key in agg.group_keys:
+                if node.sql(dialect="spark") == key or node.name == key:
+                    return exp.column(_key(key))
+        return node
+
+    outer = ast.copy()
+    outer.set("expressions", [_alias_preserving(e, extract) for e in outer.expressions])
+    user_having = outer.args.get("having")
+    outer.set("having", None)
+    outer.set("group", None)
+    if user_having is not None:
+        outer.set("where", exp.Where(this=user_having.this.transform(extract)))
+    if outer.args.get("order"):
+        outer.set("order", outer.args["order"].transform(extract))
+    group = ", ".join([*agg.group_keys, window_key])
+    inner = f"SELECT {', '.join(inner_items)} FROM {source_sql} GROUP BY {group}"
+    if having:
+        inner += f" HAVING {having}"
+    window_projection = ", ".join(f"{expr} AS __win_{name}" for name, expr in window_cols.items())
+    shaped = f"SELECT *, {window_projection} FROM ({inner})"
+    outer.set("from_", exp.From(this=RawRelation(this=shaped, alias=_alias(agg.relation))))
+    outer.set("joins", None)
+    return outer
+
+
+def _alias_preserving(item: exp.Expr, extract: t.Callable[[exp.Expr], exp.Expr]) -> exp.Expr:
+    """Transform a select item but keep the output name the user would have seen."""
+    if isinstance(item, exp.Alias):
+        return item.transform(extract)
+    name = item.alias_or_name if isinstance(item, exp.Column) else None
+    transformed = item.transform(extract)
+    if name:
+        return exp.alias_(transformed, name)
+    if transformed is not item:
+        return exp.alias_(transformed, item.sql(dialect="spark"), quoted=True)
+    return transformed
+
+
+def _rewrite_session(ast: exp.Expr, agg: WindowAggregation, strip: t.Callable) -> tuple[exp.Expr, str]:
+    relation = agg.relation
+    time = _Time(relation.time)
+    ts = f"timestamp_millis({time.column})" if time.epoch_ms else time.column
+    # Spark merges sessions that only touch; sqlwin's sessions split rows exactly one gap
+    # apart (BW-07). At microsecond resolution a gap one microsecond shorter draws exactly
+    # that line, and the session end is then moved back out by that microsecond.
+    key = f"session_window({ts}, '{relation.windower.gap - 1} microseconds')"
+    end_us = "unix_micros(__win.end) + 1"
+    start_us = "unix_micros(__win.start)"
+    if time.epoch_ms:
+        cols = {"window_start": f"div({start_us}, 1000)", "window_end": f"div({end_us}, 1000)",
+                "window_time": f"div({end_us}, 1000) - 1"}
+    else:
+        cols = {"window_start": "__win.start", "window_end": f"timestamp_micros({end_us})",
+                "window_time": "__win.end"}
+    rewritten = _rewrite_grouped(ast, agg, key, cols, relation.source)
+    strip(rewritten)
+    return rewritten, "Spark session_window() grouping (native merge of sessions)"
+
+
+def _rewrite_count(ast: exp.Expr, agg: WindowAggregation, strip: t.Callable) -> tuple[exp.Expr, str]:
+    relation = agg.relation
+    w = relation.windower
+    order = ", ".join(relation.order_by) or f"`{relation.options['arrival_order']}`"
+    part = _partition_clause(relation)
+    numbered = f"SELECT *, row_number() OVER ({part}ORDER BY {order}) - 1 AS __rn FROM {relation.source}"
+    if w.slide == w.size:
+        source = f"(SELECT *, div(__rn, {w.size}) AS __j FROM ({numbered}))"
+    else:
+        first_j = f"CAST(greatest(0, ceil((__rn - {w.size} + 1) / {w.slide})) AS BIGINT)"
+        last_j = f"CAST(floor(__rn / {w.slide}) AS BIGINT)"
+        source = f"(SELECT * FROM ({numbered}) LATERAL VIEW explode(sequence({first_j}, {last_j})) AS __j)"
+    bound = _count_bounds(relation)
+    rewritten = _rewrite_grouped(
+        ast, agg, "__j",
+        {"window_start": "__first", "window_end": "__last", "window_time": "__last"},
+        source,
+        extra_items=(f"min_by({bound}, __rn) AS __first", f"max_by({bound}, __rn) AS __last"),
+        having=f"count(*) = {w.size}",
+    )
+    strip(rewritten)
+    return rewritten, "row_number() numbering, windows as grouping keys; only full windows (as Quix and Flink)"
