@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
 import typing as t
 from dataclasses import dataclass
@@ -79,7 +81,8 @@ class Sqlwin:
         from pyspark.errors import AnalysisException, ParseException
 
         try:
-            return self.spark.sql(sql)
+            with _quiet_spark_error_log():
+                return self.spark.sql(sql)
         except (AnalysisException, ParseException) as err:
             raise spark_error(err, original) from None
 
@@ -174,6 +177,18 @@ def spark_error(err: Exception, query: str) -> SqlwinError:
         hint = "a column of the window function's input, or window_start / window_end / window_time"
     error_type = SqlwinValidationError if isinstance(err, Exception) else SqlwinRuntimeError
     return error_type(f"Spark cannot run the query: {first}", position, hint, query=query)
+
+
+@contextlib.contextmanager
+def _quiet_spark_error_log():
+    """PySpark logs every analysis error with its JVM stack; sqlwin reports it itself, briefly."""
+    logger = logging.getLogger("SQLQueryContextLogger")
+    previous = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = previous
 
 
 def attach(spark: "SparkSession") -> Sqlwin:

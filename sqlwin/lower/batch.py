@@ -81,7 +81,7 @@ def lower_complete(plan: QueryPlan) -> LoweredQuery:
         ast, why = fast(ast, plan.aggregation, _strip_modifiers)
         strategies.append(f"{plan.aggregation.relation.function} at {plan.aggregation.relation.position}: {why}")
     _strip_modifiers(ast)
-    return LoweredQuery(ast.sql(dialect=_LoweringDialect), strategies)
+    return LoweredQuery(ast.sql(dialect=_LoweringDialect, comments=False), strategies)
 
 
 def _strip_modifiers(ast: exp.Expr) -> None:

@@ -1,0 +1,7 @@
+"""`python -m sqlwin` is the `sqlwin` command."""
+
+import sys
+
+from sqlwin.cli import main
+
+sys.exit(main())

@@ -1,0 +1,218 @@
+"""The `sqlwin` command.
+
+    sqlwin run QUERY.sql --table NAME=PATH [--table ...] [--out PATH] [--limit N]
+    sqlwin explain QUERY.sql --table NAME=PATH [--table ...]
+
+A query file may name its own inputs in comments, relative to the file, so a shipped
+example runs with no flags: `-- sqlwin:table clicks=data/clicks.csv`. --table wins.
+
+Inputs and outputs by extension: .csv (with a header; timestamps parsed), .json /
+.jsonl (one object per line), .parquet (a file or a directory). Exit status: 0 on
+success, 2 when the query or the command line is wrong (a message, no traceback),
+1 when Spark fails while running a valid query.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import typing as t
+from pathlib import Path
+
+from sqlwin.errors import SqlwinError, SqlwinRuntimeError, SqlwinUsageError
+
+FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
+
+
+def main(argv: t.Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except SqlwinError as err:
+        print(f"sqlwin: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except Exception as err:  # Spark failed while running: say what, not how deep
+        print(f"sqlwin: {runtime_error(err)}", file=sys.stderr)
+        return 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sqlwin", description="Streaming windows for Spark SQL.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="run a query over finished tables and print or write the result")
+    _add_query_arguments(run)
+    run.add_argument("--out", help="write the result here (.csv, .json, .jsonl, .parquet) instead of printing it")
+    run.add_argument("--limit", type=int, default=1000, help="rows to print when there is no --out (default 1000)")
+    run.set_defaults(handler=_run)
+
+    explain = commands.add_parser("explain", help="show the plan sqlwin chose for a query, and why")
+    _add_query_arguments(explain)
+    explain.set_defaults(handler=_explain)
+    return parser
+
+
+def _add_query_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("query", help="a file with the SQL query (or - for standard input)")
+    parser.add_argument("--table", action="append", default=[], metavar="NAME=PATH",
+                        help="make the file or directory PATH available to the query as table NAME")
+
+
+def _run(args: argparse.Namespace) -> int:
+    query = _read_query(args.query)
+    tables = _parse_tables(_declared_tables(query, args.query) + args.table)
+    sw = _attach()
+    _register_tables(sw.spark, tables)
+    result = sw.sql(query)
+    try:
+        if args.out:
+            _write(result, Path(args.out))
+            print(f"wrote {args.out}", file=sys.stderr)
+        else:
+            _print_table(result, args.limit)
+    except SqlwinError:
+        raise
+    except Exception as err:
+        raise runtime_error(err) from None
+    return 0
+
+
+def _explain(args: argparse.Namespace) -> int:
+    query = _read_query(args.query)
+    tables = _parse_tables(_declared_tables(query, args.query) + args.table)
+    sw = _attach()
+    _register_tables(sw.spark, tables)
+    print(sw.explain(query))
+    return 0
+
+
+def _attach():
+    import sqlwin
+
+    return sqlwin.attach(sqlwin.session())
+
+
+# --------------------------------------------------------------------------- input
+
+
+def _read_query(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text()
+    except OSError as err:
+        raise SqlwinUsageError(f"Cannot read the query file {path}: {err.strerror}",
+                               hint="a path to a .sql file, or - to read standard input") from None
+
+
+def _declared_tables(query: str, query_path: str) -> list[str]:
+    """`-- sqlwin:table NAME=PATH` comments, with PATH relative to the query file."""
+    base = Path(query_path).parent if query_path != "-" else Path.cwd()
+    specs = []
+    for line in query.splitlines():
+        marker = line.strip().removeprefix("--").strip()
+        if marker.startswith("sqlwin:table "):
+            name, _, path = marker.removeprefix("sqlwin:table ").strip().partition("=")
+            specs.append(f"{name}={base / path}")
+    return specs
+
+
+def _parse_tables(specs: list[str]) -> dict[str, Path]:
+    tables: dict[str, Path] = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise SqlwinUsageError(f"--table {spec} is not NAME=PATH", hint="--table events=data/events.csv")
+        if not name.replace("_", "").isalnum():
+            raise SqlwinUsageError(f"Table name {name!r} is not a plain identifier", hint="letters, digits and _")
+        file = Path(path)
+        if not file.exists():
+            raise SqlwinUsageError(f"No such file for table {name}: {path}", hint="an existing file or directory")
+        _format_of(file)
+        tables[name] = file
+    return tables
+
+
+def _format_of(path: Path) -> str:
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None and path.is_dir():
+        fmt = "parquet"
+    if fmt is None:
+        raise SqlwinUsageError(f"Cannot tell the format of {path} from its extension",
+                               hint=", ".join(FORMATS) + " (a directory is read as parquet)")
+    return fmt
+
+
+def _register_tables(spark, tables: dict[str, Path]) -> None:
+    for name, path in tables.items():
+        fmt = _format_of(path)
+        reader = spark.read.format(fmt)
+        if fmt == "csv":
+            # inferSchema turns ISO timestamps into TIMESTAMP and whole numbers into INT/BIGINT.
+            reader = reader.option("header", True).option("inferSchema", True)
+        try:
+            frame = reader.load(str(path))
+            frame.schema  # noqa: B018 - reading the schema surfaces unreadable files here
+        except Exception as err:
+            raise SqlwinUsageError(f"Cannot read table {name} from {path}: {_first_line(err)}",
+                                   hint=f"a readable {fmt} file") from None
+        frame.createOrReplaceTempView(name)
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _write(frame, out: Path) -> None:
+    fmt = _format_of(out) if out.suffix else "parquet"
+    writer_options = {"header": "true"} if fmt == "csv" else {}
+    if not out.suffix:
+        frame.write.mode("overwrite").format(fmt).options(**writer_options).save(str(out))
+        return
+    # A path with an extension is one file: write one partition aside, then move it in place.
+    with tempfile.TemporaryDirectory(prefix="sqlwin-out-") as tmp:
+        frame.coalesce(1).write.mode("overwrite").format(fmt).options(**writer_options).save(tmp + "/d")
+        part = next(Path(tmp, "d").glob("part-*"))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(part), out)
+
+
+def _print_table(frame, limit: int) -> None:
+    rows = frame.limit(limit + 1).collect()
+    columns = frame.columns
+    shown = rows[:limit]
+    cells = [[_cell(row[i]) for i in range(len(columns))] for row in shown]
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip())
+    print("  ".join("-" * w for w in widths))
+    for r in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+    more = " (more not shown: use --out or --limit)" if len(rows) > limit else ""
+    print(f"({len(shown)} row{'s' if len(shown) != 1 else ''}{more})")
+
+
+def _cell(value: t.Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, float) and value.is_integer():
+        return str(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_cell(v) for v in value) + "]"
+    return str(value)
+
+
+def _first_line(err: Exception) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def runtime_error(err: Exception) -> SqlwinRuntimeError:
+    return SqlwinRuntimeError(f"Spark failed while running the query: {_first_line(err)}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

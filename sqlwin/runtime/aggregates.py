@@ -1,0 +1,258 @@
+"""Incremental aggregates: each has init, add (one row), merge (two states, for sessions) and result.
+
+States are plain Python values (numbers, tuples, lists, sets) so a runtime snapshot pickles
+without any class of this module. Rows are ordered by (event time, arrival sequence): that is
+the order of collect_list and the meaning of first / last.
+"""
+
+from __future__ import annotations
+
+import math
+import typing as t
+
+from sqlwin.runtime.model import AggregateSpec, RuntimeConfigError
+
+
+def order_key(time: int | None, seq: int) -> tuple:
+    """Event-time order with arrival order on ties; rows without a time sort first, by arrival."""
+    return (-math.inf if time is None else time, seq)
+
+
+class Aggregate:
+    name = ""
+    needs_arg = True
+    takes_arg2 = False
+
+    def __init__(self, spec: AggregateSpec):
+        self.arg = spec.arg
+        self.arg2 = spec.arg2
+
+    def value(self, values: tuple) -> t.Any:
+        return values[self.arg]
+
+    def init(self) -> t.Any:
+        return None
+
+    def add(self, state: t.Any, time: int | None, seq: int, values: tuple) -> t.Any:
+        raise NotImplementedError
+
+    def merge(self, a: t.Any, b: t.Any) -> t.Any:
+        raise NotImplementedError
+
+    def result(self, state: t.Any) -> t.Any:
+        return state
+
+
+class Count(Aggregate):
+    name = "count"
+    needs_arg = False  # count(*) when arg is None
+
+    def init(self) -> int:
+        return 0
+
+    def add(self, state, time, seq, values):
+        return state + (1 if self.arg is None or values[self.arg] is not None else 0)
+
+    def merge(self, a, b):
+        return a + b
+
+
+class _Fold(Aggregate):
+    """Aggregates that fold non-null values with a binary function; None until the first value."""
+
+    def combine(self, a: t.Any, b: t.Any) -> t.Any:
+        raise NotImplementedError
+
+    def add(self, state, time, seq, values):
+        v = values[self.arg]
+        if v is None:
+            return state
+        return v if state is None else self.combine(state, v)
+
+    def merge(self, a, b):
+        if a is None or b is None:
+            return b if a is None else a
+        return self.combine(a, b)
+
+
+class Sum(_Fold):
+    name = "sum"
+
+    def combine(self, a, b):
+        return a + b
+
+
+class Min(_Fold):
+    name = "min"
+
+    def combine(self, a, b):
+        return b if b < a else a
+
+
+class Max(_Fold):
+    name = "max"
+
+    def combine(self, a, b):
+        return b if b > a else a
+
+
+class Avg(Aggregate):
+    name = "avg"
+
+    def init(self):
+        return (0, 0)
+
+    def add(self, state, time, seq, values):
+        v = values[self.arg]
+        return state if v is None else (state[0] + v, state[1] + 1)
+
+    def merge(self, a, b):
+        return (a[0] + b[0], a[1] + b[1])
+
+    def result(self, state):
+        return state[0] / state[1] if state[1] else None
+
+
+class CollectList(Aggregate):
+    """Non-null values (as Spark's collect_list) in event-time order, ties in arrival order."""
+
+    name = "collect_list"
+
+    def init(self):
+        return []
+
+    def add(self, state, time, seq, values):
+        v = values[self.arg]
+        if v is not None:
+            state.append((order_key(time, seq), v))
+        return state
+
+    def merge(self, a, b):
+        return a + b
+
+    def result(self, state):
+        return [v for _, v in sorted(state, key=lambda item: item[0])]
+
+
+class First(Aggregate):
+    """The value of the earliest row by event time (arrival order on ties); NULLs are values."""
+
+    name = "first"
+
+    def wins(self, new: tuple, old: tuple) -> bool:
+        return new[0] < old[0]
+
+    def add(self, state, time, seq, values):
+        return self.merge(state, (order_key(time, seq), values[self.arg]))
+
+    def merge(self, a, b):
+        if a is None or b is None:
+            return b if a is None else a
+        return b if self.wins(b, a) else a
+
+    def result(self, state):
+        return None if state is None else state[1]
+
+
+class Last(First):
+    name = "last"
+
+    def wins(self, new, old):
+        return new[0] > old[0]
+
+
+class MinBy(Aggregate):
+    """values[arg] at the row with the smallest values[arg2]; ties go to the earliest row."""
+
+    name = "min_by"
+    takes_arg2 = True
+
+    def better(self, a: t.Any, b: t.Any) -> bool:
+        return a < b
+
+    def add(self, state, time, seq, values):
+        ordering = values[self.arg2]
+        if ordering is None:
+            return state
+        return self.merge(state, (ordering, order_key(time, seq), values[self.arg]))
+
+    def merge(self, a, b):
+        if a is None or b is None:
+            return b if a is None else a
+        if self.better(b[0], a[0]) or (b[0] == a[0] and b[1] < a[1]):
+            return b
+        return a
+
+    def result(self, state):
+        return None if state is None else state[2]
+
+
+class MaxBy(MinBy):
+    name = "max_by"
+
+    def better(self, a, b):
+        return a > b
+
+
+class CountDistinct(Aggregate):
+    name = "count_distinct"
+
+    def init(self):
+        return set()
+
+    def add(self, state, time, seq, values):
+        v = values[self.arg]
+        if v is not None:
+            state.add(_hashable(v))
+        return state
+
+    def merge(self, a, b):
+        return a | b
+
+    def result(self, state):
+        return len(state)
+
+
+def _hashable(v: t.Any) -> t.Any:
+    """Arrays and maps arrive as lists / dicts: count them by content."""
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _hashable(x)) for k, x in v.items()))
+    return v
+
+
+AGGREGATES: dict[str, type[Aggregate]] = {
+    cls.name: cls
+    for cls in (Count, Sum, Min, Max, Avg, CollectList, First, Last, MinBy, MaxBy, CountDistinct)
+}
+ALIASES = {"mean": "avg", "collect": "collect_list", "first_value": "first", "last_value": "last"}
+
+
+def make_aggregates(specs: t.Sequence[AggregateSpec]) -> list[Aggregate]:
+    """Check every spec and build its implementation; errors name the aggregate."""
+    built = []
+    for i, spec in enumerate(specs):
+        if not isinstance(spec, AggregateSpec):
+            raise RuntimeConfigError(f"Aggregate #{i + 1} must be an AggregateSpec, got {spec!r}")
+        name = ALIASES.get(spec.func.lower(), spec.func.lower())
+        cls = AGGREGATES.get(name)
+        if cls is None:
+            raise RuntimeConfigError(
+                f"Aggregate {spec.func} is not supported by the streaming window runtime",
+                hint=", ".join(sorted(AGGREGATES)))
+        _check_args(cls, spec)
+        built.append(cls(spec))
+    return built
+
+
+def _check_args(cls: type[Aggregate], spec: AggregateSpec) -> None:
+    for what, index in (("argument", spec.arg), ("second argument", spec.arg2)):
+        if index is not None and (not isinstance(index, int) or index < 0):
+            raise RuntimeConfigError(f"Aggregate {spec.func}: {what} must be a value index >= 0, got {index!r}")
+    if cls.needs_arg and spec.arg is None:
+        raise RuntimeConfigError(f"Aggregate {spec.func} needs an argument")
+    if cls.takes_arg2 and spec.arg2 is None:
+        raise RuntimeConfigError(f"Aggregate {spec.func} needs two arguments: the value and the ordering")
+    if not cls.takes_arg2 and spec.arg2 is not None:
+        raise RuntimeConfigError(f"Aggregate {spec.func} takes one argument, got a second")

@@ -1,0 +1,98 @@
+"""The runtime's inputs and outputs: aggregate specs, emissions, late and rejected rows."""
+
+from __future__ import annotations
+
+import typing as t
+from dataclasses import dataclass, field
+
+from sqlwin.errors import SqlwinValidationError
+
+# Firing kinds (Emission.firing).
+EARLY = "early"  # before the window closed: EARLY EVERY n ROWS / interval
+ON_TIME = "on_time"  # the watermark (or processing time, or a full count window) closed the window
+LATE = "late"  # a closed window kept for ALLOWED LATENESS received late rows
+CHANGES = "changes"  # EMIT CHANGES: after every input row
+FINAL = "final"  # closed by a flush (end of input, idle timeout) rather than by time reaching its end
+
+# Changelog operations (Emission.op), as Flink's RowKind.
+INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = "+I", "-U", "+U", "-D"
+
+
+class RuntimeConfigError(SqlwinValidationError, ValueError):
+    """The runtime was asked for something it cannot compute (a bad windower, aggregate or mode)."""
+
+
+@dataclass(frozen=True)
+class AggregateSpec:
+    """One aggregate of the window: `func` over `values[arg]` (and `values[arg2]` for min_by / max_by).
+
+    func: count (arg None = count(*)), sum, min, max, avg, collect_list, first, last,
+    min_by, max_by, count_distinct.
+    """
+
+    func: str
+    arg: int | None = None
+    arg2: int | None = None
+
+
+@dataclass(frozen=True)
+class Emission:
+    """One firing of one window of one key.
+
+    window_start / window_end are microseconds: [start, end) for TUMBLE, HOP, CUMULATE and
+    SESSION ([first row, last row + gap)); [ts - size, ts] for SLIDE; the first and last row's
+    time for COUNT_WINDOW; None for GLOBAL_WINDOW.
+    """
+
+    key: tuple
+    window_start: int | None
+    window_end: int | None
+    values: tuple
+    op: str  # '+I' | '-U' | '+U' | '-D'
+    firing: str  # 'early' | 'on_time' | 'late' | 'changes' | 'final'
+    seq: int  # per runtime, strictly increasing across batches and restarts
+
+
+@dataclass(frozen=True)
+class LateRow:
+    """A row that arrived after the window it belongs to could accept it.
+
+    late_by_us = effective watermark - event_time at the row's arrival. window_start / end name
+    the window it missed (one LateRow per missed window); None where no window can be named
+    (a late SESSION row that would have started a session of its own).
+    """
+
+    key: tuple
+    event_time: int
+    values: tuple
+    late_by_us: int
+    window_start: int | None
+    window_end: int | None
+
+
+@dataclass(frozen=True)
+class RejectedRow:
+    """A row the runtime cannot place: reason 'null_key' or 'null_time'."""
+
+    key: tuple | None
+    event_time: int | None
+    values: tuple
+    reason: str
+
+
+@dataclass
+class BatchResult:
+    """What one call (a micro-batch, a timer advance, end of input) produced, in output order."""
+
+    emissions: list[Emission] = field(default_factory=list)
+    late: list[LateRow] = field(default_factory=list)
+    rejected: list[RejectedRow] = field(default_factory=list)
+
+    def extend(self, other: "BatchResult") -> "BatchResult":
+        self.emissions.extend(other.emissions)
+        self.late.extend(other.late)
+        self.rejected.extend(other.rejected)
+        return self
+
+
+Row = t.Tuple[t.Optional[tuple], t.Optional[int], tuple]  # (key, event_time_us, values)
