@@ -1,0 +1,37 @@
+"""One SparkSession for the whole test run, and the Gherkin step library.
+
+The session is local[2], UTC, two shuffle partitions and no UI (see sqlwin.session()).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import sqlwin
+
+pytest_plugins = ["tests.steps.tables", "tests.steps.queries"]
+
+
+@pytest.fixture(scope="session")
+def spark():
+    session = sqlwin.session(app_name="sqlwin-tests")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def sw(spark):
+    return sqlwin.attach(spark)
+
+
+def pytest_configure(config):
+    """Gherkin tags (@BW-04, @QX-08, ...) become pytest markers: `pytest -m QX-08` runs one item."""
+    import re
+    from pathlib import Path
+
+    features = Path(__file__).resolve().parent.parent / "features"
+    tags = set()
+    for feature in features.rglob("*.feature"):
+        tags.update(re.findall(r"@([\w-]+)", feature.read_text()))
+    for tag in sorted(tags):
+        config.addinivalue_line("markers", f"{tag}: scenarios tagged @{tag}")
