@@ -1,0 +1,61 @@
+"""The sqlwin command, run in-process against the shared SparkSession."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from sqlwin.cli import main
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "sql_examples"
+
+
+def test_run_prints_the_example_result(spark, capsys):
+    assert main(["run", str(EXAMPLES / "session_clicks.sql")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["user_id", "window_start", "window_end", "first_click", "last_click", "clicks"]
+    assert out[2].split() == ["u1", "2023-12-14", "00:00:00", "2023-12-14", "00:45:00", "2023-12-14", "00:00:00",
+                              "2023-12-14", "00:15:00", "3"]
+    assert out[-1] == "(3 rows)"
+
+
+def test_run_writes_one_csv_file(spark, tmp_path):
+    out = tmp_path / "result.csv"
+    assert main(["run", str(EXAMPLES / "count_window_last_three.sql"), "--out", str(out)]) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert [(r["average"], r["window_start"], r["window_end"]) for r in rows] == [
+        ("120.0", "121", "583"), ("100.0", "165", "723"), ("120.0", "583", "1009"), ("80.0", "723", "1242")]
+
+
+def test_a_bad_query_exits_2_with_a_positioned_message(spark, tmp_path, capsys):
+    query = tmp_path / "bad.sql"
+    query.write_text("SELECT *\nFROM SESSION(TABLE clicks PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL 0 SECONDS)")
+    code = main(["run", str(query), "--table", f"clicks={EXAMPLES / 'data' / 'clicks.csv'}"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "GAP must be positive" in err and "line 2, column 65" in err
+    assert "Traceback" not in err
+
+
+def test_unknown_column_in_the_outer_query_points_into_the_users_sql(spark, tmp_path, capsys):
+    query = tmp_path / "bad.sql"
+    query.write_text("SELECT colour FROM TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL 1 HOUR)")
+    code = main(["run", str(query), "--table", f"clicks={EXAMPLES / 'data' / 'clicks.csv'}"])
+    err = capsys.readouterr().err
+    assert code == 2 and "colour" in err and "line 1, column 8" in err
+    assert "Py4J" not in err and "at org.apache" not in err
+
+
+def test_usage_errors_exit_2(spark, tmp_path, capsys):
+    query = tmp_path / "q.sql"
+    query.write_text("SELECT 1")
+    assert main(["run", str(query), "--table", "clicks=missing.csv"]) == 2
+    assert main(["run", str(query), "--table", "no_equals_sign"]) == 2
+    assert main(["run", str(tmp_path / "absent.sql")]) == 2
+    assert "No such file" in capsys.readouterr().err
+
+
+def test_explain_names_the_lowering(spark, capsys):
+    assert main(["explain", str(EXAMPLES / "session_clicks.sql")]) == 0
+    out = capsys.readouterr().out
+    assert "session_window" in out and "windower: Session(gap=1800000000)" in out

@@ -1,0 +1,124 @@
+"""The dialect and the IR, without Spark: forms accepted, values converted, errors placed."""
+
+from __future__ import annotations
+
+import pytest
+
+from sqlwin.errors import SqlwinSyntaxError, SqlwinValidationError
+from sqlwin.plan import Cumulate, CountWindow, Hop, Session, Slide, Tumble, build_plan
+
+SCHEMA = {"t": {"k": "string", "ts": "timestamp", "v": "int", "name": "string", "ms": "bigint", "pos": "bigint"}}
+
+
+def plan(sql: str):
+    return build_plan(sql, SCHEMA.get)
+
+
+@pytest.mark.parametrize(
+    "sql, windower",
+    [
+        ("SELECT * FROM TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL 10 SECONDS)", Tumble(10_000_000)),
+        ("SELECT * FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '10' SECOND))", Tumble(10_000_000)),
+        ("SELECT * FROM TUMBLE(DATA => TABLE t, TIMECOL => DESCRIPTOR(ts), SIZE => INTERVAL '1 hour 30 minutes')",
+         Tumble(5_400_000_000)),
+        ("SELECT * FROM TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL 1 HOUR, INTERVAL 15 MINUTES)",
+         Tumble(3_600_000_000, 900_000_000)),
+        ("SELECT * FROM TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL 1 HOUR, -INTERVAL 15 MINUTES)",
+         Tumble(3_600_000_000, 2_700_000_000)),
+        ("SELECT * FROM HOP(TABLE t, DESCRIPTOR(ts), INTERVAL 30 MINUTES, INTERVAL 1 HOUR)",
+         Hop(3_600_000_000, 1_800_000_000)),
+        ("SELECT * FROM HOP(TABLE t, DESCRIPTOR(ts), SIZE => INTERVAL 1 HOUR, SLIDE => INTERVAL 90 MINUTES)",
+         Hop(3_600_000_000, 5_400_000_000)),
+        ("SELECT * FROM CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL 10 MINUTES, INTERVAL 1 HOUR)",
+         Cumulate(600_000_000, 3_600_000_000)),
+        ("SELECT * FROM SESSION(TABLE t PARTITION BY k, DESCRIPTOR(ts), INTERVAL 30 MINUTES)", Session(1_800_000_000)),
+        ("SELECT * FROM SLIDE(TABLE t, DESCRIPTOR(ms), 3600000)", Slide(3_600_000_000)),
+        ("SELECT * FROM COUNT_WINDOW(TABLE t ORDER BY pos, 6, 2)", CountWindow(6, 2)),
+        ("SELECT * FROM COUNT_WINDOW(TABLE t PARTITION BY k ORDER BY pos, 3)", CountWindow(3, 3)),
+    ],
+)
+def test_window_functions_become_typed_windowers(sql, windower):
+    assert plan(sql).windows[0].windower == windower
+
+
+def test_partition_keys_stop_before_the_next_argument():
+    relation = plan("SELECT * FROM SESSION(TABLE t PARTITION BY k, name, DESCRIPTOR(ts), INTERVAL 1 MINUTE)").windows[0]
+    assert relation.partition_by == ("k", "name")
+
+
+def test_epoch_ms_time_column_is_recognised():
+    relation = plan("SELECT * FROM TUMBLE(TABLE t, DESCRIPTOR(ms), INTERVAL 1 SECOND)").windows[0]
+    assert relation.time.kind == "epoch_ms"
+
+
+def test_emit_clause_is_read_whole():
+    emit = plan(
+        "SELECT k, window_start, window_end, count(*) FROM TUMBLE(TABLE t PARTITION BY k, DESCRIPTOR(ts), "
+        "INTERVAL 1 MINUTE) GROUP BY k, window_start, window_end "
+        "EMIT EARLY EVERY INTERVAL 10 SECONDS ALLOWED LATENESS INTERVAL 1 HOUR LATE EVERY 1 ROWS RETRACTING ONLY UPDATED"
+    ).emit
+    assert (emit.early_interval, emit.allowed_lateness, emit.late_rows) == (10_000_000, 3_600_000_000, 1)
+    assert emit.accumulation == "RETRACTING" and emit.only_updated and emit.final
+
+
+def test_watermark_and_options_reach_the_ir():
+    relation = plan(
+        "SELECT * FROM TUMBLE(TABLE t WATERMARK ts DELAY OF INTERVAL 5 SECONDS "
+        "WITH (watermark_strategy = 'min_event_time', idle_timeout = INTERVAL 5 MINUTES) PARTITION BY k, "
+        "DESCRIPTOR(ts), INTERVAL 10 SECONDS)"
+    ).windows[0]
+    wm = relation.watermark
+    assert (wm.delay, wm.strategy, wm.idle_timeout) == (5_000_000, "min_event_time", 300_000_000)
+
+
+def test_plain_spark_sql_passes_through():
+    assert plan("SELECT k, count(*) FROM t GROUP BY k").windows == []
+
+
+@pytest.mark.parametrize(
+    "sql, error, message, line, column",
+    [
+        ("SELECT * FROM TUMBLE(TABLE t, DESCRIPTOR(nope), INTERVAL 1 SECOND)",
+         SqlwinValidationError, "Unknown column nope", 1, 42),
+        ("SELECT * FROM TUMBLE(TABLE t, DESCRIPTOR(name), INTERVAL 1 SECOND)",
+         SqlwinValidationError, "is STRING, not a time", 1, 42),
+        ("SELECT * FROM TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL 0 SECONDS)",
+         SqlwinValidationError, "SIZE must be positive", 1, 47),
+        ("SELECT *\nFROM HOP(TABLE t, DESCRIPTOR(ts), -INTERVAL 1 MINUTE, INTERVAL 1 HOUR)",
+         SqlwinValidationError, "SLIDE must be positive", 2, 35),
+        ("SELECT * FROM TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL 1 MONTH)",
+         SqlwinValidationError, "has no fixed length", 1, 47),
+        ("SELECT * FROM CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL 7 MINUTES, INTERVAL 1 HOUR)",
+         SqlwinValidationError, "step must divide", 1, 49),
+        ("SELECT * FROM COUNT_WINDOW(TABLE t ORDER BY pos, 0)",
+         SqlwinValidationError, "positive number of rows", 1, 50),
+        ("SELECT * FROM COUNT_WINDOW(TABLE t, 3)",
+         SqlwinValidationError, "needs an order", 1, 15),
+        ("SELECT * FROM SESSION(TABLE t, DESCRIPTOR(ts))",
+         SqlwinValidationError, "missing its GAP", 1, 15),
+        ("SELECT * FROM TUMBLE(TABLE t, DESCRIPTOR(ms), INTERVAL 1 MICROSECOND)",
+         SqlwinValidationError, "finer than a millisecond", 1, 47),
+        ("SELECT * FROM TUMBLE(TABLE t, DESCRIPTOR(ts), 10)",
+         SqlwinValidationError, "needs a unit", 1, 47),
+        ("SELECT * FROM TUMBLE(TABLE t, DESCRIPTOR(ts), SIZE => INTERVAL 1 SECOND, WIDTH => 3)",
+         SqlwinValidationError, "no parameter named WIDTH", 1, 74),
+        ("SELECT * FROM TUMBLE(TABLE t WITH (colour = 'red'), DESCRIPTOR(ts), INTERVAL 1 SECOND)",
+         SqlwinValidationError, "Unknown window option colour", 1, 36),
+        ("SELECT k FROM t GROUP BY k EMIT FINAL EMIT CHANGES",
+         SqlwinSyntaxError, "one EMIT clause", 1, 39),
+        ("SELECT * FROM TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL 1 SECOND",
+         SqlwinSyntaxError, "Expected ')'", 1, 1),
+        ("SELECT * FROM TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL 1 SECOND) GROUP BY k EMIT SOMETIMES",
+         SqlwinSyntaxError, "EMIT needs to say when", 1, 82),
+        ("SELECT k FROM t GROUP BY k EMIT CHANGES FINAL",
+         SqlwinValidationError, "exclude each other", 1, 28),
+    ],
+)
+def test_errors_say_what_and_where(sql, error, message, line, column):
+    with pytest.raises(error) as caught:
+        plan(sql)
+    assert message in caught.value.message
+    if column > 1:
+        assert (caught.value.position.line, caught.value.position.column) == (line, column)
+    assert caught.value.hint, "every error says what would be accepted"
+    assert "^" in str(caught.value), "the message shows the offending text"
