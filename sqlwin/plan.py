@@ -39,7 +39,7 @@ MICROS = {
     "DAY": 86_400_000_000,
     "WEEK": 7 * 86_400_000_000,
 }
-WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
+WINDOW_COLUMNS = ("window_start", "window_end", "window_time", "window_index")
 TIMESTAMP_TYPES = ("timestamp", "timestamp_ntz")
 EPOCH_MS_TYPES = ("bigint", "int", "smallint", "tinyint")
 

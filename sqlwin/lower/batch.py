@@ -22,6 +22,7 @@ from sqlglot import exp
 
 from sqlwin.dialect import Sqlwin, SqlwinGenerator, WindowTVF
 from sqlwin.plan import (
+    WINDOW_COLUMNS,
     CountWindow,
     Cumulate,
     GlobalWindow,
@@ -69,6 +70,7 @@ def lower_complete(plan: QueryPlan) -> LoweredQuery:
     relations = dict(zip(nodes, (originals[id(n)] for n in plan.ast.find_all(WindowTVF))))
     strategies: list[str] = []
 
+    _group_count_windows_by_index(plan, ast)
     fast = _grouped_fast_path(plan)
     for node_id, node in nodes.items():
         relation = relations[node_id]
@@ -82,6 +84,18 @@ def lower_complete(plan: QueryPlan) -> LoweredQuery:
         strategies.append(f"{plan.aggregation.relation.function} at {plan.aggregation.relation.position}: {why}")
     _strip_modifiers(ast)
     return LoweredQuery(ast.sql(dialect=_LoweringDialect, comments=False), strategies)
+
+
+def _group_count_windows_by_index(plan: QueryPlan, ast: exp.Expr) -> None:
+    """Count windows are positional: two of them may span the same times. GROUP BY
+    window_start, window_end over COUNT_WINDOW therefore also groups by window_index."""
+    agg = plan.aggregation
+    if agg is None or not isinstance(agg.relation.windower, CountWindow):
+        return
+    group = ast.args.get("group")
+    names = {e.name.lower() for e in group.expressions if isinstance(e, exp.Column)}
+    if "window_index" not in names:
+        group.append("expressions", exp.column("window_index"))
 
 
 def _strip_modifiers(ast: exp.Expr) -> None:
@@ -136,7 +150,7 @@ def _star_except(relation: WindowRelation, *temporaries: str) -> str:
     A window over a window's output (e.g. DESCRIPTOR(window_time)) gets fresh window
     columns; the input's are shadowed, as a user chaining windows expects.
     """
-    shadowed = [c for c in relation.columns if c.lower() in ("window_start", "window_end", "window_time")]
+    shadowed = [c for c in relation.columns if c.lower() in WINDOW_COLUMNS]
     dropped = [*temporaries, *(f"`{c}`" for c in shadowed)]
     return f"* EXCEPT ({', '.join(dropped)})" if dropped else "*"
 
@@ -263,6 +277,11 @@ def _key(expression: str) -> str:
     return "__k_" + "".join(ch if ch.isalnum() else "_" for ch in expression)
 
 
+def _window_numbers(first: str, last: str) -> str:
+    """explode() of the window numbers first..last; none when first > last (Spark's sequence would count down)."""
+    return f"explode(IF({first} <= {last}, sequence({first}, {last}), CAST(array() AS ARRAY<BIGINT>)))"
+
+
 def _annotate_count(relation: WindowRelation, w: CountWindow, src: str) -> tuple[str, str]:
     order = ", ".join(relation.order_by) or f"`{relation.options['arrival_order']}`"
     part = _partition_clause(relation)
@@ -270,7 +289,7 @@ def _annotate_count(relation: WindowRelation, w: CountWindow, src: str) -> tuple
     # Row rn is in windows j with j*slide <= rn < j*slide + size.
     first_j = f"CAST(greatest(0, ceil((__rn - {w.size} + 1) / {w.slide})) AS BIGINT)"
     last_j = f"CAST(floor(__rn / {w.slide}) AS BIGINT)"
-    exploded = f"SELECT * FROM ({numbered}) __n LATERAL VIEW explode(sequence({first_j}, {last_j})) AS __j"
+    exploded = f"SELECT * FROM ({numbered}) __n LATERAL VIEW {_window_numbers(first_j, last_j)} AS __j"
     win = _partition_clause(relation, "__j")
     bound = _count_bounds(relation)
     sized = (
@@ -279,7 +298,7 @@ def _annotate_count(relation: WindowRelation, w: CountWindow, src: str) -> tuple
     )
     sql = (
         f"SELECT {_star_except(relation, '__rn', '__j', '__size', '__first', '__last')}, __first AS window_start, __last AS window_end, "
-        f"__last AS window_time FROM ({sized}) WHERE __size = {w.size}"
+        f"__last AS window_time, __j AS window_index FROM ({sized}) WHERE __size = {w.size}"
     )
     return sql, "row_number() + explode(sequence) of window numbers; only full windows (as Quix and Flink)"
 
@@ -337,7 +356,7 @@ def _aggregates_extractable(select: exp.Select) -> bool:
         if any(isinstance(n, (exp.Anonymous, exp.Window)) for n in part.walk()):
             return False
         for aggregate in part.find_all(exp.AggFunc):
-            if any(c.name.lower() in ("window_start", "window_end", "window_time") for c in aggregate.find_all(exp.Column)):
+            if any(c.name.lower() in WINDOW_COLUMNS for c in aggregate.find_all(exp.Column)):
                 return False
     return True
 
@@ -434,11 +453,11 @@ def _rewrite_count(ast: exp.Expr, agg: WindowAggregation, strip: t.Callable) -> 
     else:
         first_j = f"CAST(greatest(0, ceil((__rn - {w.size} + 1) / {w.slide})) AS BIGINT)"
         last_j = f"CAST(floor(__rn / {w.slide}) AS BIGINT)"
-        source = f"(SELECT * FROM ({numbered}) LATERAL VIEW explode(sequence({first_j}, {last_j})) AS __j)"
+        source = f"(SELECT * FROM ({numbered}) LATERAL VIEW {_window_numbers(first_j, last_j)} AS __j)"
     bound = _count_bounds(relation)
     rewritten = _rewrite_grouped(
         ast, agg, "__j",
-        {"window_start": "__first", "window_end": "__last", "window_time": "__last"},
+        {"window_start": "__first", "window_end": "__last", "window_time": "__last", "window_index": "__win"},
         source,
         extra_items=(f"min_by({bound}, __rn) AS __first", f"max_by({bound}, __rn) AS __last"),
         having=f"count(*) = {w.size}",

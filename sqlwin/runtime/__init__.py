@@ -51,8 +51,9 @@ Time and watermarks
 Closing, lateness, allowed lateness
 -----------------------------------
 * A window closes when the effective watermark is AT OR BEYOND its end (SLIDE, whose end is
-  inclusive: beyond it). Windows closing at one commit are emitted per key (keys in order of
-  first appearance), in window_end order, then window_start.
+  inclusive: beyond it). Windows closing at one commit are emitted per key, in window_end order,
+  then window_start; keys come in the order of their first row in the batch (scope 'key') or of
+  their first row ever (scope 'stream', timers, end of input).
 * lateness_rule 'window_closed' (Quix, Apex, VoltSP's worked example): a row is late only for
   windows already closed and purged; with HOP a row can join its open windows and be late for
   the others (one LateRow per missed window). 'before_watermark' (Bytewax, VoltSP's strategy
@@ -75,7 +76,9 @@ Closing, lateness, allowed lateness
   windows, so later rows for them are late, exactly as after a watermark close. Processing time
   and GLOBAL_WINDOW: the windows are emitted and dropped; later rows start new ones.
   idle_clock 'event_time' (scope 'key' only): a key is idle when the stream's newest event time is
-  idle_timeout past the key's newest, checked at each commit. COUNT_WINDOWs never idle out.
+  idle_timeout past the key's newest, checked at each commit (VS-12: the clock is a choice; the
+  default here is processing time, VoltSP's scenario-4 wording). With processing_time=True both
+  clocks are the processing time. COUNT_WINDOWs never idle out.
 * End of input: every window closes (firing 'final'), including GLOBAL_WINDOW; partial
   COUNT_WINDOWs are dropped without a firing (as Quix and Flink). A future outlier holds its own
   window until the watermark reaches it or the input ends (VS-13).

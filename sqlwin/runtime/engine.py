@@ -457,11 +457,10 @@ class WindowRuntime:
             wm = self.watermark(key)
             if wm is None:
                 continue
-            for window in sorted(ks.windows.values(), key=_sort_key):
+            horizon = self._horizon(wm)
+            for wid, window in sorted(ks.windows.items(), key=lambda item: _sort_key(item[1])):
                 if not window.closed and self._reached(window.end, wm):
                     self._close(out, key, window, firing)
-            horizon = self._horizon(wm)
-            for wid, window in list(ks.windows.items()):
                 if self._reached(window.end, horizon):
                     self._purge(out, key, ks, wid, window)
             self._forget(ks, horizon)
@@ -511,8 +510,9 @@ class WindowRuntime:
             for clock in self._all_clocks():
                 clock.age(self._now)
             self._close_due(list(self._keys), ON_TIME, out)
-        if self.watermark_spec.idle_timeout is not None and self.watermark_spec.idle_clock == "processing_time":
-            self._idle_by_processing_time(out)
+        spec = self.watermark_spec
+        if spec.idle_timeout is not None and (spec.idle_clock == "processing_time" or self.processing_time):
+            self._idle_by_processing_time(out)  # with processing time both clocks are the same
         if previous is not None:
             self._interval_firings(previous, self._now, out)
 

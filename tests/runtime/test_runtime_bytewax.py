@@ -5,7 +5,7 @@ import datetime as dt
 import pytest
 
 from runtime_helpers import HOUR, MIN, S, feed, late_view, rows, runtime, view, windows
-from sqlwin.plan import UNBOUNDED, EmitSpec, Hop, Session, Tumble
+from sqlwin.plan import UNBOUNDED, Hop, Session, Tumble
 from sqlwin.runtime import AggregateSpec
 
 MIDNIGHT = int(dt.datetime(2023, 12, 14, tzinfo=dt.timezone.utc).timestamp()) * S
@@ -156,7 +156,8 @@ def test_bx01_collect_in_timestamp_order():
 def test_bx05_max_by_and_min_by():
     aggs = [AggregateSpec("max_by", 0, 1), AggregateSpec("min_by", 0, 1)]
     rt = runtime(Tumble(HOUR), aggs)
-    rt.process_batch([((), at("00:01"), ("cold", 3)), ((), at("00:02"), ("hot", 40)), ((), at("00:03"), ("x", None))], 0)
+    data = [((), at("00:01"), ("cold", 3)), ((), at("00:02"), ("hot", 40)), ((), at("00:03"), ("x", None))]
+    rt.process_batch(data, 0)
     assert rt.end_of_input().emissions[0].values == ("hot", "cold")
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from runtime_helpers import MIN, S, feed, late_view, rows, runtime, windows
+from runtime_helpers import MIN, S, late_view, rows, runtime, windows
 from sqlwin.plan import Session, Tumble
 from sqlwin.runtime import RuntimeConfigError
 
