@@ -20,9 +20,11 @@ API
 `out` is a `BatchResult`: `.emissions` (list[Emission]), `.late` (list[LateRow]), `.rejected`
 (list[RejectedRow]: NULL key, or NULL time where the windower needs one). An `Emission` carries
 key, window_start, window_end, values (one per AggregateSpec), op ('+I', '-U', '+U', '-D'),
-firing ('early', 'on_time', 'late', 'changes', 'final') and seq (strictly increasing over the
-runtime's life, snapshots included). Windowers, `WatermarkSpec`, `EmitSpec` are sqlwin.plan's.
-Configuration the runtime cannot compute raises `RuntimeConfigError` (a ValueError).
+firing ('early', 'on_time', 'late', 'changes', 'final'), seq (strictly increasing over the
+runtime's life, snapshots included) and window_index (COUNT_WINDOW's window number j, from 0, as
+the batch lowering's window_index column; None for other windowers). Windowers, `WatermarkSpec`
+and `EmitSpec` are sqlwin.plan's. Configuration the runtime cannot compute raises
+`RuntimeConfigError` (a ValueError and a SqlwinValidationError).
 
 Time and watermarks
 -------------------

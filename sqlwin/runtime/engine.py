@@ -418,21 +418,22 @@ class WindowRuntime:
         if self._discarding:
             window.delta = [agg.init() for agg in self._aggs]
         start, end = self._bounds(window)
+        index = window.start // self.windower.slide if self._kind == COUNT else None
         unchanged = window.fired and values == window.fired_values
         if unchanged and (self.emit.only_updated or self._retracting):
             return  # AP-09; a changelog has nothing to say about an unchanged result
         if self._discarding or not window.fired:
-            self._emit(out, key, start, end, values, INSERT, firing)
+            self._emit(out, key, start, end, values, INSERT, firing, index)
         else:
             if self._retracting:
-                self._emit(out, key, start, end, window.fired_values, UPDATE_BEFORE, firing)
-            self._emit(out, key, start, end, values, UPDATE_AFTER, firing)
+                self._emit(out, key, start, end, window.fired_values, UPDATE_BEFORE, firing, index)
+            self._emit(out, key, start, end, values, UPDATE_AFTER, firing, index)
         window.fired, window.fired_values = True, values
 
-    def _emit(self, out, key, start, end, values, op, firing) -> None:
+    def _emit(self, out, key, start, end, values, op, firing, index=None) -> None:
         self._emit_seq += 1
         self.counts["emissions"] += 1
-        out.emissions.append(Emission(key, start, end, values, op, firing, self._emit_seq))
+        out.emissions.append(Emission(key, start, end, values, op, firing, self._emit_seq, index))
 
     def _results(self, states) -> tuple:
         return tuple(agg.result(s) for agg, s in zip(self._aggs, states))

@@ -51,6 +51,7 @@ class Emission:
     op: str  # '+I' | '-U' | '+U' | '-D'
     firing: str  # 'early' | 'on_time' | 'late' | 'changes' | 'final'
     seq: int  # per runtime, strictly increasing across batches and restarts
+    window_index: int | None = None  # COUNT_WINDOW: the window's number j (rows j*slide ..), from 0
 
 
 @dataclass(frozen=True)

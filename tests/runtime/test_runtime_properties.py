@@ -1,5 +1,6 @@
 """Properties: streamed results equal a straightforward batch computation of the same windows."""
 
+import os
 from collections import Counter
 
 from hypothesis import HealthCheck, given, settings
@@ -9,7 +10,9 @@ from sqlwin.plan import UNBOUNDED, Cumulate, EmitSpec, Hop, Session, Slide, Tumb
 from sqlwin.runtime import AggregateSpec, WindowRuntime
 
 AGGS = [AggregateSpec("count"), AggregateSpec("sum", 0), AggregateSpec("collect_list", 0)]
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# SQLWIN_EXAMPLES=2000 for a longer search than the default run's.
+SETTINGS = settings(max_examples=int(os.environ.get("SQLWIN_EXAMPLES", 150)), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 windowers = st.one_of(
     st.builds(Tumble, st.integers(1, 20), st.integers(0, 19)).filter(lambda w: w.offset < w.size),

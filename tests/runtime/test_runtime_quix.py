@@ -61,6 +61,7 @@ def test_qx07_count_hopping_6_step_2():
     outs = feed(rt, one_row_batches([(i, 1000 + i) for i in range(12)]))
     assert [e.values[0] for e in emitted(outs)] == [[0, 1, 2, 3, 4, 5], [2, 3, 4, 5, 6, 7],
                                                     [4, 5, 6, 7, 8, 9], [6, 7, 8, 9, 10, 11]]
+    assert [e.window_index for e in emitted(outs)] == [0, 1, 2, 3]
     assert rt.end_of_input().emissions == []  # [8, 13] is partial: never emitted
 
 
