@@ -1,0 +1,62 @@
+"""sqlwin.attach(spark): sql(), explain() and their errors, through real Spark."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from sqlwin.errors import SqlwinUnsupportedError, SqlwinValidationError
+
+
+@pytest.fixture(scope="module")
+def clicks(spark):
+    rows = [("u1", dt.datetime(2023, 12, 14, 0, m), 1) for m in (0, 10, 15, 50)] + [
+        ("u2", dt.datetime(2023, 12, 14, 1, 5), 1)]
+    spark.createDataFrame(rows, "user string, ts timestamp, n int").createOrReplaceTempView("api_clicks")
+
+
+def test_plain_spark_sql_passes_through(sw, clicks):
+    assert sw.sql("SELECT count(*) AS c FROM api_clicks").collect()[0]["c"] == 5
+
+
+def test_a_window_over_a_cte_and_a_second_window_over_window_time(sw, clicks):
+    rows = sw.sql("""
+        WITH per_10_min AS (
+            SELECT user, window_time, count(*) AS clicks
+            FROM TUMBLE(TABLE api_clicks PARTITION BY user, DESCRIPTOR(ts), INTERVAL 10 MINUTES)
+            GROUP BY user, window_start, window_end, window_time)
+        SELECT user, window_start, window_end, sum(clicks) AS clicks
+        FROM TUMBLE(TABLE per_10_min PARTITION BY user, DESCRIPTOR(window_time), INTERVAL 1 HOUR)
+        GROUP BY user, window_start, window_end
+    """).collect()
+    assert sorted((r["user"], r["window_start"].hour, r["clicks"]) for r in rows) == [("u1", 0, 4), ("u2", 1, 1)]
+
+
+def test_emit_changes_over_a_finished_table_says_which_modes_run_it(sw, clicks):
+    query = ("SELECT user, window_start, count(*) FROM TUMBLE(TABLE api_clicks PARTITION BY user, "
+             "DESCRIPTOR(ts), INTERVAL 1 HOUR) GROUP BY user, window_start, window_end EMIT CHANGES")
+    with pytest.raises(SqlwinUnsupportedError) as caught:
+        sw.sql(query)
+    assert caught.value.position.column == query.index("EMIT") + 1 and "replay" in caught.value.hint
+
+
+def test_unknown_table_is_named_with_its_position(sw):
+    with pytest.raises(SqlwinValidationError) as caught:
+        sw.sql("SELECT * FROM TUMBLE(TABLE nowhere, DESCRIPTOR(ts), INTERVAL 1 HOUR)")
+    assert "Unknown table nowhere" in caught.value.message and caught.value.position.column == 28
+
+
+def test_explain_shows_ir_lowering_and_spark_sql(sw, clicks):
+    text = str(sw.explain("SELECT * FROM HOP(TABLE api_clicks, DESCRIPTOR(ts), INTERVAL 90 MINUTES, INTERVAL 1 HOUR)"))
+    assert "Hop(size=3600000000, slide=5400000000, offset=0)" in text
+    assert "rows in the gaps join no window" in text
+    assert "pmod(" in text
+
+
+def test_epoch_ms_results_stay_epoch_ms(sw, spark):
+    spark.createDataFrame([(9999, 10001)], "temperature int, timestamp bigint").createOrReplaceTempView("api_qx03")
+    row = sw.sql("SELECT min(temperature) AS value, window_start AS start, window_end AS `end` FROM "
+                 "TUMBLE(TABLE api_qx03, DESCRIPTOR(timestamp), INTERVAL 10 SECONDS) "
+                 "GROUP BY window_start, window_end").collect()[0]
+    assert (row["value"], row["start"], row["end"]) == (9999, 10000, 20000)
