@@ -90,6 +90,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--keys", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", action="append", default=[], metavar="KIND",
+                        help="run only the cases whose name starts with KIND (TUMBLE, HOP, SESSION, COUNT_WINDOW)")
     args = parser.parse_args()
 
     spark = sqlwin.session(app_name="sqlwin-bench", shuffle_partitions=8)
@@ -106,6 +108,8 @@ def main() -> None:
         events.createOrReplaceTempView("events")
         print(f"{'window':<20} {'sqlwin rows/s':>14} {'native rows/s':>14} {'ratio':>7}  same result")
         for name, query, handwritten in cases(F, Window):
+            if args.only and not any(name.startswith(kind) for kind in args.only):
+                continue
             ours, theirs = [], []
             timed(sw.sql(query))  # warm-up: JIT, file listing
             timed(handwritten(events))

@@ -189,13 +189,12 @@ def annotate(relation: WindowRelation) -> tuple[str, str]:
 def _annotate_fixed(relation: WindowRelation, w: Tumble | Hop, src: str) -> tuple[str, str]:
     slide = w.slide
     time = _Time(relation.time)
-    if not time.epoch_ms and slide <= w.size:
+    if _uses_spark_window(relation):
         # Spark's own window(): the operator a Spark user would write by hand.
         sql = (
             f"SELECT {_star_except(relation, '__w')}, __w.start AS window_start, __w.end AS window_end, "
             f"__w.end - INTERVAL 1 MICROSECOND AS window_time FROM ("
-            f"SELECT *, window({time.column}, '{w.size} microseconds', '{slide} microseconds', "
-            f"'{w.offset} microseconds') AS __w FROM {src})"
+            f"SELECT *, {_spark_window_call(relation)} AS __w FROM {src})"
         )
         return sql, "Spark window() (native)"
     # Epoch-ms columns and hops with gaps (slide > size, which window() refuses): the same
@@ -330,10 +329,12 @@ def _grouped_fast_path(plan: QueryPlan) -> Rewrite | None:
     if agg is None:
         return None
     relation = agg.relation
-    if set(agg.group_keys) != set(relation.partition_by):
-        return None  # grouping finer or coarser than the window's keys: the general path is exact
     if not _aggregates_extractable(agg.select):
         return None
+    if isinstance(relation.windower, (Tumble, Hop)) and _uses_spark_window(relation):
+        return _rewrite_fixed  # fixed windows do not depend on keys: any GROUP BY keys work
+    if set(agg.group_keys) != set(relation.partition_by):
+        return None  # grouping finer or coarser than the window's keys: the general path is exact
     if isinstance(relation.windower, Session):
         return _rewrite_session
     if isinstance(relation.windower, CountWindow):
@@ -419,6 +420,26 @@ def _alias_preserving(item: exp.Expr, extract: t.Callable[[exp.Expr], exp.Expr])
     if transformed is not item:
         return exp.alias_(transformed, item.sql(dialect="spark"), quoted=True)
     return transformed
+
+
+def _uses_spark_window(relation: WindowRelation) -> bool:
+    w = relation.windower
+    return relation.time.kind == "timestamp" and w.slide <= w.size
+
+
+def _spark_window_call(relation: WindowRelation) -> str:
+    w = relation.windower
+    return (f"window(`{relation.time.name}`, '{w.size} microseconds', '{w.slide} microseconds', "
+            f"'{w.offset} microseconds')")
+
+
+def _rewrite_fixed(ast: exp.Expr, agg: WindowAggregation, strip: t.Callable) -> tuple[exp.Expr, str]:
+    # GROUP BY keys, window(ts, ...): the plan a Spark user writes by hand (one struct key).
+    cols = {"window_start": "__win.start", "window_end": "__win.end",
+            "window_time": "__win.end - INTERVAL 1 MICROSECOND"}
+    rewritten = _rewrite_grouped(ast, agg, _spark_window_call(agg.relation), cols, agg.relation.source)
+    strip(rewritten)
+    return rewritten, "Spark window() as a grouping key (native)"
 
 
 def _rewrite_session(ast: exp.Expr, agg: WindowAggregation, strip: t.Callable) -> tuple[exp.Expr, str]:
