@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from sqlwin.dialect import parse_one
-from sqlwin.errors import Position, SqlwinError, SqlwinRuntimeError, SqlwinValidationError
+from sqlwin.errors import Position, SqlwinError, SqlwinValidationError
 from sqlwin.lower.batch import LoweredQuery, lower_complete
 from sqlwin.plan import QueryPlan, build_plan, require_final_only
 
@@ -175,8 +175,7 @@ def spark_error(err: Exception, query: str) -> SqlwinError:
     hint = None
     if "UNRESOLVED_COLUMN" in first:
         hint = "a column of the window function's input, or window_start / window_end / window_time"
-    error_type = SqlwinValidationError if isinstance(err, Exception) else SqlwinRuntimeError
-    return error_type(f"Spark cannot run the query: {first}", position, hint, query=query)
+    return SqlwinValidationError(f"Spark cannot run the query: {first}", position, hint, query=query)
 
 
 @contextlib.contextmanager

@@ -251,8 +251,7 @@ def _build(sql: str, ast: exp.Expr, schema_of: SchemaLookup) -> QueryPlan:
             raise SqlwinValidationError(
                 "EMIT and LATE ROWS INTO belong to the outermost query", _node_position(node.args.get("emit") or node),
                 "the EMIT clause at the end of the top-level SELECT")
-    plan = QueryPlan(sql, ast, windows, emit, late_into, _aggregation(ast, windows), emit_position)
-    return plan
+    return QueryPlan(sql, ast, windows, emit, late_into, _aggregation(ast, windows), emit_position)
 
 
 def _node_position(node: exp.Expr | None, text: str | None = None) -> Position | None:
@@ -296,11 +295,9 @@ def _window_relation(node: WindowTVF, schema_of: SchemaLookup) -> WindowRelation
     if function != "COUNT_WINDOW" and order_by:
         _fail(f"{function} takes no ORDER BY (rows are placed by their time)", table_arg.args["order"][0],
               "ORDER BY only in COUNT_WINDOW")
-    if function == "SESSION" and not table_arg.args.get("partition_by"):
-        pass  # one session stream for the whole table, as Flink allows
     windower = _windower(function, params, time, node)
     watermark = _watermark(table_arg, time, options, columns)
-    for name in (*partition_by,):
+    for name in partition_by:
         if name in WINDOW_COLUMNS:
             _fail(f"{name} is produced by the window function and cannot be a key", node)
     alias = node.args.get("alias")

@@ -281,32 +281,42 @@ def _window_numbers(first: str, last: str) -> str:
     return f"explode(IF({first} <= {last}, sequence({first}, {last}), CAST(array() AS ARRAY<BIGINT>)))"
 
 
-def _annotate_count(relation: WindowRelation, w: CountWindow, src: str) -> tuple[str, str]:
-    order = ", ".join(relation.order_by) or f"`{relation.options['arrival_order']}`"
-    part = _partition_clause(relation)
-    numbered = f"SELECT *, row_number() OVER ({part}ORDER BY {order}) - 1 AS __rn FROM {src}"
-    # Row rn is in windows j with j*slide <= rn < j*slide + size.
+def _count_order(relation: WindowRelation) -> str:
+    return ", ".join(relation.order_by) or f"`{relation.options['arrival_order']}`"
+
+
+def _rows_in_count_windows(relation: WindowRelation, w: CountWindow, src: str) -> str:
+    """One row per (input row, count window it is in): row number __rn, window number __j.
+
+    Row rn is in windows j with j*slide <= rn < j*slide + size; tumbling windows need no explode.
+    """
+    numbered = f"SELECT *, row_number() OVER ({_partition_clause(relation)}ORDER BY {_count_order(relation)}) - 1 AS __rn FROM {src}"
+    if w.slide == w.size:
+        return f"SELECT *, div(__rn, {w.size}) AS __j FROM ({numbered})"
     first_j = f"CAST(greatest(0, ceil((__rn - {w.size} + 1) / {w.slide})) AS BIGINT)"
     last_j = f"CAST(floor(__rn / {w.slide}) AS BIGINT)"
-    exploded = f"SELECT * FROM ({numbered}) __n LATERAL VIEW {_window_numbers(first_j, last_j)} AS __j"
+    return f"SELECT * FROM ({numbered}) __n LATERAL VIEW {_window_numbers(first_j, last_j)} AS __j"
+
+
+def _annotate_count(relation: WindowRelation, w: CountWindow, src: str) -> tuple[str, str]:
     win = _partition_clause(relation, "__j")
     bound = _count_bounds(relation)
     sized = (
         f"SELECT *, count(*) OVER ({win}) AS __size, min_by({bound}, __rn) OVER ({win}) AS __first, "
-        f"max_by({bound}, __rn) OVER ({win}) AS __last FROM ({exploded})"
+        f"max_by({bound}, __rn) OVER ({win}) AS __last FROM ({_rows_in_count_windows(relation, w, src)})"
     )
     sql = (
         f"SELECT {_star_except(relation, '__rn', '__j', '__size', '__first', '__last')}, __first AS window_start, __last AS window_end, "
         f"__last AS window_time, __j AS window_index FROM ({sized}) WHERE __size = {w.size}"
     )
-    return sql, "row_number() + explode(sequence) of window numbers; only full windows (as Quix and Flink)"
+    return sql, "row_number() + window numbers per row; only full windows (as Quix and Flink)"
 
 
 def _count_bounds(relation: WindowRelation) -> str:
     """What window_start / window_end of a count window show: the first / last row's time."""
     if relation.time is not None:
         return f"`{relation.time.name}`"
-    first = relation.order_by[0] if relation.order_by else f"`{relation.options['arrival_order']}`"
+    first = _count_order(relation).split(", ")[0]
     return first.rsplit(" ", 1)[0] if first.upper().endswith((" ASC", " DESC")) else first
 
 
@@ -466,15 +476,7 @@ def _rewrite_session(ast: exp.Expr, agg: WindowAggregation, strip: t.Callable) -
 def _rewrite_count(ast: exp.Expr, agg: WindowAggregation, strip: t.Callable) -> tuple[exp.Expr, str]:
     relation = agg.relation
     w = relation.windower
-    order = ", ".join(relation.order_by) or f"`{relation.options['arrival_order']}`"
-    part = _partition_clause(relation)
-    numbered = f"SELECT *, row_number() OVER ({part}ORDER BY {order}) - 1 AS __rn FROM {relation.source}"
-    if w.slide == w.size:
-        source = f"(SELECT *, div(__rn, {w.size}) AS __j FROM ({numbered}))"
-    else:
-        first_j = f"CAST(greatest(0, ceil((__rn - {w.size} + 1) / {w.slide})) AS BIGINT)"
-        last_j = f"CAST(floor(__rn / {w.slide}) AS BIGINT)"
-        source = f"(SELECT * FROM ({numbered}) LATERAL VIEW {_window_numbers(first_j, last_j)} AS __j)"
+    source = f"({_rows_in_count_windows(relation, w, relation.source)})"
     bound = _count_bounds(relation)
     rewritten = _rewrite_grouped(
         ast, agg, "__j",
