@@ -13,10 +13,13 @@ from sqlglot import exp
 from sqlwin.dialect import parse_one
 from sqlwin.errors import Position, SqlwinError, SqlwinValidationError
 from sqlwin.lower.batch import LoweredQuery, lower_complete
+from sqlwin.lower.replay import is_replay, run_replay
 from sqlwin.plan import QueryPlan, build_plan, require_final_only
 
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from sqlwin.lower.streaming import StreamingWindowQuery
 
 
 @dataclass
@@ -64,11 +67,35 @@ class Sqlwin:
         return build_plan(query, resolver)
 
     def sql(self, query: str) -> "DataFrame":
-        """Run a windowed query over finished tables (complete input): a DataFrame."""
+        """Run a windowed query over finished tables: a DataFrame.
+
+        A table recording arrival (WITH (arrival_order = col ...)) is replayed through the window
+        runtime, as the live stream would have run; LATE ROWS INTO registers the late rows as a
+        temp view. Any other table is complete input, lowered to native Spark SQL.
+        """
         plan = self.plan(query)
+        if is_replay(plan):
+            return run_replay(self, plan).result
         require_final_only(plan, "complete-input")
         lowered = lower_complete(plan)
         return self._spark_sql(lowered.sql, query)
+
+    def stream(self, query: str, sources: dict[str, t.Any], sink: str, checkpoint: str,
+               late_sink: str | None = None, source_format: str = "parquet",
+               source_options: dict[str, str] | None = None, trigger: dict | None = None,
+               buckets: int | None = None) -> "StreamingWindowQuery":
+        """Start `query` as a Structured Streaming query; results land in `sink` per micro-batch.
+
+        sources: {table name in the query: a streaming DataFrame, or a directory of files in
+        `source_format`}. Results are parquet under `sink/batch_id=N/` (late rows, with LATE ROWS
+        INTO, under `late_sink`), each batch replaced if Spark re-runs it: exactly once across
+        restarts from `checkpoint`.
+        """
+        from sqlwin.lower.streaming import start_stream
+
+        return start_stream(self, query, sources, sink, checkpoint, late_sink=late_sink,
+                            source_format=source_format, source_options=source_options,
+                            trigger=trigger, buckets=buckets)
 
     def explain(self, query: str) -> Explanation:
         plan = self.plan(query)

@@ -272,6 +272,9 @@ def _node_position(node: exp.Expr | None, text: str | None = None) -> Position |
     return Position(meta["line"], max(col, 1), token_text)
 
 
+node_position = _node_position  # public: later layers point errors into the query
+
+
 def _fail(message: str, node: exp.Expr | None, hint: str | None = None, text: str | None = None) -> t.NoReturn:
     raise SqlwinValidationError(message, _node_position(node, text), hint)
 

@@ -9,7 +9,7 @@ import pytest
 
 import sqlwin
 
-pytest_plugins = ["tests.steps.tables", "tests.steps.queries"]
+pytest_plugins = ["tests.steps.tables", "tests.steps.queries", "tests.steps.streams"]
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,116 @@
+"""Replay: a finished table that records arrival runs through the window runtime on Spark.
+
+The rows are grouped by bucket of key (`applyInPandas`), never collected to the driver; each
+bucket replays its rows micro-batch by micro-batch in the recorded arrival order, exactly as
+the streaming operator would have seen them, and ends the input at the end of the table.
+"""
+
+from __future__ import annotations
+
+import typing as t
+import uuid
+from dataclasses import dataclass
+
+from sqlwin.lower.operator import record_columns, replay_function
+from sqlwin.lower.stateful import RESULT_ORDER, StatefulQuery, prepare_stateful
+from sqlwin.plan import QueryPlan
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from sqlwin.api import Sqlwin
+
+REPLAY_BUCKETS = 8
+
+
+@dataclass
+class ReplayResult:
+    result: "DataFrame"
+    late: "DataFrame | None"
+    query: StatefulQuery
+    batched: "DataFrame"  # the result with __batch: the arrival batch after which each row was emitted
+
+
+def is_replay(plan: QueryPlan) -> bool:
+    return any("arrival_order" in w.options for w in plan.windows)
+
+
+def run_replay(sw: "Sqlwin", plan: QueryPlan) -> ReplayResult:
+    query = prepare_stateful(plan, "replay", REPLAY_BUCKETS)
+    rows = sw._spark_sql(query.input_sql(arrival=True), plan.sql)
+    schema = record_schema(query, rows)
+    config = query.config
+    batch_times = None
+    if config.timers and query.relation.options.get("arrival_time"):
+        # Processing time passes for every bucket at every batch: each bucket learns the
+        # stream's batch times (one row per micro-batch, small next to the rows).
+        batch_times = [(int(r[0]), int(r[1])) for r in
+                       rows.groupBy("__batch").agg({"__ptime": "max"}).dropna().collect()]
+    function = replay_function(config, integral_flags(rows), batch_times)
+    records = rows.groupBy("__bucket").applyInPandas(function, schema)
+    name = f"__sqlwin_records_{uuid.uuid4().hex[:12]}"
+    records.createOrReplaceTempView(name)
+    typed = f"({query.typed_emissions_sql(name)})"
+    batched = sw._spark_sql(query.result_sql(typed), plan.sql).orderBy(*RESULT_ORDER)
+    result = batched.drop(*RESULT_ORDER)
+    late = None
+    if plan.late_into:
+        late = sw._spark_sql(query.late_sql(name), plan.sql).orderBy("__batch").drop("__batch")
+        late.createOrReplaceTempView(plan.late_into)
+    return ReplayResult(result, late, query, batched.drop("__seq"))
+
+
+def integral_flags(rows: "DataFrame") -> tuple[bool, ...]:
+    """Which key / argument / row columns are integers (pandas shows a nullable one as float)."""
+    from pyspark.sql.types import IntegralType
+
+    fields = [f for f in rows.schema.fields if f.name[:3] in ("__k", "__a", "__r")]
+    return tuple(isinstance(f.dataType, IntegralType) for f in fields)
+
+
+def record_schema(query: StatefulQuery, rows: "DataFrame"):
+    """The records' Spark schema: keys and carried row columns keep their types, aggregates get theirs."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    types = {f.name: f.dataType for f in rows.schema.fields}
+    config = query.config
+    fixed = {"__kind": StringType(), "__wstart": LongType(), "__wend": LongType(), "__windex": LongType(),
+             "__op": StringType(), "__firing": StringType(), "__seq": LongType(), "__batch": LongType(),
+             "__etime": LongType(), "__late_by": LongType(), "__reason": StringType()}
+    aggregates = {f"__agg{i}": aggregate_type(spec, types) for i, spec in enumerate(config.aggregates)}
+    fields = []
+    for name in record_columns(config):
+        if name in fixed:
+            kind = fixed[name]
+        elif name in aggregates:
+            kind = aggregates[name]
+        else:
+            kind = types[name]
+        fields.append(StructField(name, kind, True))
+    return StructType(fields)
+
+
+def aggregate_type(spec, types: dict):
+    """The Spark type of one aggregate's value, as Spark's own aggregate would type it."""
+    from pyspark.sql.types import (
+        ArrayType,
+        DecimalType,
+        DoubleType,
+        IntegralType,
+        LongType,
+    )
+
+    arg = types.get(f"__a{spec.arg}") if spec.arg is not None else None
+    if spec.func in ("count", "count_distinct"):
+        return LongType()
+    if spec.func == "sum":
+        if isinstance(arg, IntegralType):
+            return LongType()
+        if isinstance(arg, DecimalType):
+            return DecimalType(min(38, arg.precision + 10), arg.scale)
+        return DoubleType()
+    if spec.func == "avg":
+        return DoubleType()
+    if spec.func == "collect_list":
+        return ArrayType(arg, True)
+    return arg

@@ -1,0 +1,378 @@
+"""The stateful lowering shared by replay and streaming: the query around the window runtime.
+
+A stateful query is the windowed-aggregation shape
+
+    SELECT <exprs over keys, window columns, aggregates> FROM <window fn>(TABLE src ...)
+    [WHERE <row filter>] GROUP BY <keys>, window_start, window_end [HAVING ...] EMIT ...
+
+and runs in three steps, each a plain Spark plan except the middle one:
+
+1. `input_sql`: one row per input row, with the key columns, the time in epoch microseconds,
+   the aggregates' arguments and the arrival columns (`__bucket` says which operator call
+   handles the row: keys are hashed into buckets so that one Python call serves many keys).
+2. The window runtime (`sqlwin.runtime`) on Python workers, bucket by bucket: replay
+   (`applyInPandas`) or Structured Streaming (`transformWithStateInPandas`). It writes
+   *records*: emissions, late rows and rejected rows, in one schema (`record_schema`).
+3. `result_sql` / `late_sql`: the user's SELECT over the emission records (aggregates
+   replaced by the runtime's values), and the late / rejected rows as their own table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing as t
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from sqlwin.errors import SqlwinUnsupportedError, SqlwinValidationError
+from sqlwin.plan import (
+    CountWindow,
+    GlobalWindow,
+    QueryPlan,
+    Slide,
+    WindowAggregation,
+    WindowRelation,
+    node_position,
+)
+from sqlwin.runtime import AggregateSpec
+
+SYSTEM_COLUMNS = ("op", "firing", "emit_seq")  # appended to every stateful result
+RESULT_ORDER = ("__batch", "__seq")  # hidden columns of the result: arrival batch, emission sequence
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    """What a Python worker needs to run the runtime for one bucket (pickled with the function)."""
+
+    windower: t.Any
+    watermark: t.Any  # WatermarkSpec, scope already resolved for one runtime
+    emit: t.Any
+    aggregates: tuple[AggregateSpec, ...]
+    processing_time: bool
+    key_count: int
+    clock_positions: tuple[int, ...] | None  # None: one runtime, a clock per key; else a runtime per clock key
+    argument_count: int
+    row_count: int  # input columns carried for LATE ROWS INTO (0: late rows are only counted)
+    output_late: bool
+    timers: bool  # processing time matters (windows, idle timeout, Bytewax aging, intervals)
+
+
+@dataclass
+class StatefulQuery:
+    """A windowed aggregation prepared for the runtime: the SQL around it and the worker's config."""
+
+    plan: QueryPlan
+    relation: WindowRelation
+    config: OperatorConfig
+    key_names: list[str]  # output names of the keys (the column's own name, or __k<i>)
+    argument_sql: list[str]
+    aggregate_sql: list[str]  # the aggregate expressions as written, for types and messages
+    row_columns: list[str]  # input columns carried into late rows
+    source_sql: str  # FROM ... [WHERE ...] of the input, with the query's CTEs
+    with_sql: str
+    key_sql: list[str]
+    bucket_count: int
+
+    # -- step 1 ------------------------------------------------------------------------
+
+    def input_sql(self, arrival: bool) -> str:
+        """One row per input row. `arrival`: a replay, which also reads the recorded batches."""
+        rel, options = self.relation, self.relation.options
+        columns = [f"{self._bucket_sql()} AS __bucket"]
+        columns += [f"{sql} AS __k{i}" for i, sql in enumerate(self.key_sql)]
+        columns.append(f"{_time_micros(rel)} AS __time")
+        columns += [f"{sql} AS __a{i}" for i, sql in enumerate(self.argument_sql)]
+        columns += [f"`{name}` AS __r{i}" for i, name in enumerate(self.row_columns)]
+        ptime = options.get("arrival_time")
+        columns.append(f"{_micros_of(ptime, rel.columns)} AS __ptime" if ptime else "CAST(NULL AS BIGINT) AS __ptime")
+        order = options.get("arrival_order")
+        # A stream's order inside a micro-batch: the recorded column when the query names one,
+        # else the order the source delivered (partition, then position).
+        columns.append(f"{_ordinal_of(order, rel.columns)} AS __order" if order
+                       else "monotonically_increasing_id() AS __order")
+        if arrival:  # replay: micro-batch boundaries as recorded (each row its own batch without them)
+            batch = options.get("arrival_batch") or order
+            columns.append(f"{_ordinal_of(batch, rel.columns)} AS __batch")
+        return f"{self.with_sql}SELECT {', '.join(columns)} {self.source_sql}"
+
+    def _bucket_sql(self) -> str:
+        positions = self.config.clock_positions
+        clock_keys = self.key_sql if positions is None else [self.key_sql[i] for i in positions]
+        if not clock_keys or self.bucket_count == 1:
+            return "0"
+        return f"pmod(hash({', '.join(clock_keys)}), {self.bucket_count})"
+
+    # -- step 3 ------------------------------------------------------------------------
+
+    def typed_emissions_sql(self, records: str) -> str:
+        """Emission records with the window columns in the time column's own type, keys by name."""
+        keys = [f"__k{i} AS `{name}`" for i, name in enumerate(self.key_names)]
+        aggregates = [f"__agg{i}" for i in range(len(self.config.aggregates))]
+        columns = [*keys, *self._window_columns(), "__windex AS window_index", *aggregates,
+                   "__op", "__firing", "__seq", "__batch"]
+        return f"SELECT {', '.join(columns)} FROM {records} WHERE __kind = 'emit'"
+
+    def result_sql(self, typed: str) -> str:
+        """The user's SELECT (and HAVING) over the typed emissions."""
+        select: exp.Select = self.plan.ast
+        outputs = [self._rewrite(e.copy()).sql(dialect="spark") for e in select.expressions]
+        system = ["__op AS op", "__firing AS firing", "__seq AS emit_seq", "__batch", "__seq"]
+        having = select.args.get("having")
+        where = f" WHERE {self._rewrite(having.this.copy()).sql(dialect='spark')}" if having else ""
+        return f"SELECT {', '.join(outputs + system)} FROM {typed}{where}"
+
+    def late_sql(self, records: str) -> str:
+        """Late and rejected rows: the row as it came, how late, the window it missed, why."""
+        row = [f"__r{i} AS `{name}`" for i, name in enumerate(self.row_columns)]
+        start, end = (self._to_time("__wstart"), self._to_time("__wend"))
+        if self._epoch_ms:
+            late_by = "div(__late_by, 1000)"
+        else:
+            late_by = "make_dt_interval(0, 0, 0, __late_by / 1000000)"
+        columns = [*row, f"{late_by} AS late_by", f"{start} AS window_start", f"{end} AS window_end",
+                   "__reason AS reason", "__batch"]
+        return f"SELECT {', '.join(columns)} FROM {records} WHERE __kind <> 'emit'"
+
+    def _window_columns(self) -> list[str]:
+        windower = self.relation.windower
+        start, end = self._to_time("__wstart"), self._to_time("__wend")
+        if isinstance(windower, (Slide, CountWindow, GlobalWindow)):
+            last = end  # both ends inside the window
+        elif self._epoch_ms:
+            last = f"{end} - 1"
+        else:
+            last = f"{end} - INTERVAL 1 MICROSECOND"
+        return [f"{start} AS window_start", f"{end} AS window_end", f"{last} AS window_time"]
+
+    @property
+    def _epoch_ms(self) -> bool:
+        """Window columns in epoch milliseconds: an epoch-ms time column, or processing time
+        read from a LONG epoch-ms arrival_time column (a TIMESTAMP one gives timestamps)."""
+        time, rel = self.relation.time, self.relation
+        if time is not None and time.kind == "processing_time":
+            arrival = rel.options.get("arrival_time")
+            return bool(arrival) and not rel.columns.get(arrival, "").startswith("timestamp")
+        return time is not None and time.kind == "epoch_ms"
+
+    def _to_time(self, micros: str) -> str:
+        return f"div({micros}, 1000)" if self._epoch_ms else f"timestamp_micros({micros})"
+
+    def _rewrite(self, node: exp.Expr) -> exp.Expr:
+        """Aggregates become the runtime's columns, key expressions their key columns."""
+        aggregates = {sql: i for i, sql in enumerate(self.aggregate_sql)}
+        keys = {sql: i for i, sql in enumerate(self.key_sql)}
+
+        def replace(n: exp.Expr) -> exp.Expr:
+            if isinstance(n, (exp.AggFunc, exp.Filter)) or _is_anonymous_aggregate(n):
+                return exp.column(f"__agg{aggregates[n.sql(dialect='spark')]}")
+            if not isinstance(n, exp.Column) and n.sql(dialect="spark") in keys:
+                return exp.column(self.key_names[keys[n.sql(dialect="spark")]], quoted=True)
+            if isinstance(n, exp.Column) and n.table:
+                return exp.column(n.name, quoted=True)
+            return n
+
+        return node.transform(replace)
+
+
+# --------------------------------------------------------------------------- preparing
+
+
+def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int) -> StatefulQuery:
+    """Check that the query has the windowed-aggregation shape and derive everything around the runtime."""
+    agg = _require_aggregation(plan, mode)
+    rel = agg.relation
+    if rel.time is not None and rel.time.kind == "processing_time" and mode == "replay" \
+            and not rel.options.get("arrival_time"):
+        raise SqlwinValidationError(
+            "Processing time in a replay needs the recorded arrival times", rel.position,
+            "WITH (arrival_order = offset_col, arrival_time = arrival_ts_col)", query=plan.sql)
+    keys = list(agg.group_keys)
+    clock_positions = _clock_positions(plan, rel, keys)
+    aggregate_nodes = _aggregate_nodes(plan, agg)
+    specs, arguments = _aggregate_specs(plan, aggregate_nodes)
+    watermark = rel.watermark
+    if clock_positions == () or (clock_positions is not None and clock_positions != tuple(range(len(keys)))):
+        watermark = dataclasses.replace(watermark, scope="stream")  # one clock per runtime
+        clock_positions = clock_positions or ()
+    else:
+        watermark = dataclasses.replace(watermark, scope="key")
+        clock_positions = None  # the runtime's own keys are the clocks
+    processing_time = rel.time is not None and rel.time.kind == "processing_time"
+    emit = plan.emit
+    timers = bool(processing_time or watermark.strategy == "bytewax" or emit.early_interval
+                  or emit.late_interval or (watermark.idle_timeout is not None
+                                            and watermark.idle_clock == "processing_time"))
+    row_columns = list(rel.columns) if plan.late_into else []
+    config = OperatorConfig(
+        windower=rel.windower, watermark=watermark, emit=emit, aggregates=tuple(specs),
+        processing_time=processing_time, key_count=len(keys), clock_positions=clock_positions,
+        argument_count=len(arguments), row_count=len(row_columns), output_late=bool(plan.late_into),
+        timers=timers,
+    )
+    with_ = plan.ast.args.get("with_")
+    with_sql = f"{with_.sql(dialect='spark')} " if with_ else ""
+    where = plan.ast.args.get("where")
+    source_sql = f"FROM {_source_sql(rel)}" + (f" {where.sql(dialect='spark')}" if where else "")
+    if where is not None and any(c.name.lower() in ("window_start", "window_end", "window_time", "window_index")
+                                 for c in where.find_all(exp.Column)):
+        raise SqlwinUnsupportedError(
+            f"In {mode} mode WHERE filters input rows, before they reach a window", node_position(where),
+            "a condition on window columns in HAVING", query=plan.sql)
+    key_names = [_key_name(sql, i) for i, sql in enumerate(keys)]
+    clock_keys = keys if clock_positions is None else [keys[i] for i in clock_positions]
+    return StatefulQuery(
+        plan=plan, relation=rel, config=config, key_names=key_names, argument_sql=arguments,
+        aggregate_sql=[n.sql(dialect="spark") for n in aggregate_nodes], row_columns=row_columns,
+        source_sql=source_sql, with_sql=with_sql, key_sql=keys,
+        bucket_count=bucket_count if clock_keys else 1,
+    )
+
+
+def _require_aggregation(plan: QueryPlan, mode: str) -> WindowAggregation:
+    agg = plan.aggregation
+    if agg is None or len(plan.windows) != 1:
+        where = plan.windows[0].position if plan.windows else None
+        raise SqlwinUnsupportedError(
+            f"The {mode} mode runs one windowed aggregation per query", where,
+            "SELECT keys, window_start, window_end, aggregates FROM TUMBLE(...) GROUP BY keys, window_start, "
+            "window_end EMIT ...; further SQL over its result in a second query", query=plan.sql)
+    if plan.ast.args.get("order") is not None or plan.ast.args.get("limit") is not None:
+        raise SqlwinUnsupportedError(
+            f"ORDER BY / LIMIT are not part of a {mode} query: results come in emission order",
+            node_position(plan.ast.args.get("order") or plan.ast.args.get("limit")),
+            "ordering the returned DataFrame (replay) or the sink's table (streaming)", query=plan.sql)
+    return agg
+
+
+def _clock_positions(plan: QueryPlan, rel: WindowRelation, keys: list[str]) -> tuple[int, ...] | None:
+    """Which GROUP BY keys carry the clock: the PARTITION BY columns (none: one clock for the stream)."""
+    if rel.watermark.scope == "stream" or not rel.partition_by:
+        return ()
+    normal = [_normal(k) for k in keys]
+    positions = []
+    for column in rel.partition_by:
+        if _normal(column) not in normal:
+            raise SqlwinValidationError(
+                f"PARTITION BY {column} must also be a GROUP BY key: each key has its own clock",
+                rel.position, f"GROUP BY {', '.join([*rel.partition_by, 'window_start', 'window_end'])}",
+                query=plan.sql)
+        positions.append(normal.index(_normal(column)))
+    return tuple(sorted(positions)) if len(positions) < len(keys) else None
+
+
+def _normal(sql: str) -> str:
+    return sql.replace("`", "").lower().split(".")[-1].strip()
+
+
+def _key_name(sql: str, index: int) -> str:
+    name = sql.replace("`", "")
+    return name.split(".")[-1] if name.replace(".", "").replace("_", "").isalnum() else f"__k{index}"
+
+
+# --------------------------------------------------------------------------- aggregates
+
+SUPPORTED_AGGREGATES = ("count(*)", "count(x)", "count(DISTINCT x)", "sum", "min", "max", "avg / mean",
+                        "collect_list / array_agg", "first", "last", "min_by", "max_by")
+_SIMPLE = {exp.Sum: "sum", exp.Min: "min", exp.Max: "max", exp.Avg: "avg", exp.ArrayAgg: "collect_list",
+           exp.First: "first", exp.FirstValue: "first", exp.Last: "last", exp.LastValue: "last"}
+
+
+def _is_anonymous_aggregate(node: exp.Expr) -> bool:
+    return isinstance(node, exp.Anonymous) and str(node.this).lower() == "mean"
+
+
+def _aggregate_nodes(plan: QueryPlan, agg: WindowAggregation) -> list[exp.Expr]:
+    """The outermost aggregate calls of the SELECT list and HAVING, each once."""
+    roots = list(agg.select.expressions)
+    having = agg.select.args.get("having")
+    if having is not None:
+        roots.append(having.this)
+    found: dict[str, exp.Expr] = {}
+    for root in roots:
+        for node in root.walk(bfs=False):
+            if isinstance(node, (exp.AggFunc, exp.Filter)) or _is_anonymous_aggregate(node):
+                if not any(isinstance(a, (exp.AggFunc, exp.Filter)) for a in _ancestors(node, root)):
+                    found.setdefault(node.sql(dialect="spark"), node)
+    return list(found.values())
+
+
+def _ancestors(node: exp.Expr, root: exp.Expr) -> t.Iterator[exp.Expr]:
+    parent = node.parent
+    while parent is not None and node is not root:
+        yield parent
+        if parent is root:
+            return
+        node, parent = parent, parent.parent
+
+
+def _aggregate_specs(plan: QueryPlan, nodes: list[exp.Expr]) -> tuple[list[AggregateSpec], list[str]]:
+    """AggregateSpecs over argument columns __a<i> (each distinct argument expression once)."""
+    arguments: list[str] = []
+
+    def argument(node: exp.Expr) -> int:
+        sql = node.sql(dialect="spark")
+        if sql not in arguments:
+            arguments.append(sql)
+        return arguments.index(sql)
+
+    specs = []
+    for node in nodes:
+        if isinstance(node, exp.Count):
+            inner = node.this
+            if isinstance(inner, exp.Star) or inner is None:
+                specs.append(AggregateSpec("count"))
+            elif isinstance(inner, exp.Distinct):
+                if len(inner.expressions) != 1:
+                    _unsupported_aggregate(plan, node, "count(DISTINCT) of more than one column")
+                specs.append(AggregateSpec("count_distinct", argument(inner.expressions[0])))
+            else:
+                specs.append(AggregateSpec("count", argument(inner)))
+        elif type(node) in _SIMPLE and not isinstance(node.this, exp.Distinct):
+            specs.append(AggregateSpec(_SIMPLE[type(node)], argument(node.this)))
+        elif _is_anonymous_aggregate(node) and len(node.expressions) == 1:
+            specs.append(AggregateSpec("avg", argument(node.expressions[0])))
+        elif isinstance(node, (exp.ArgMin, exp.ArgMax)):
+            func = "min_by" if isinstance(node, exp.ArgMin) else "max_by"
+            specs.append(AggregateSpec(func, argument(node.this), argument(node.expression)))
+        else:
+            _unsupported_aggregate(plan, node, node.sql(dialect="spark"))
+    return specs, arguments
+
+
+def _unsupported_aggregate(plan: QueryPlan, node: exp.Expr, what: str) -> t.NoReturn:
+    raise SqlwinUnsupportedError(
+        f"The window runtime cannot compute {what}", node_position(node, node.sql(dialect="spark")),
+        ", ".join(SUPPORTED_AGGREGATES), query=plan.sql)
+
+
+# --------------------------------------------------------------------------- columns
+
+
+def _source_sql(rel: WindowRelation) -> str:
+    alias = rel.source_alias
+    return f"{rel.source} AS {alias}" if alias else rel.source
+
+
+def _time_micros(rel: WindowRelation) -> str:
+    time = rel.time
+    if time is None or time.kind == "processing_time":
+        return "CAST(NULL AS BIGINT)"
+    if time.kind == "epoch_ms":
+        return f"CAST(`{time.name}` AS BIGINT) * 1000"
+    return f"unix_micros(`{time.name}`)"
+
+
+def _micros_of(column: str, columns: dict[str, str]) -> str:
+    """An arrival-time column in microseconds: TIMESTAMP, or LONG epoch milliseconds."""
+    kind = columns.get(column, "")
+    if kind.startswith("timestamp"):
+        return f"unix_micros(`{column}`)"
+    return f"CAST(`{column}` AS BIGINT) * 1000"
+
+
+def _ordinal_of(column: str, columns: dict[str, str]) -> str:
+    kind = columns.get(column, "")
+    if kind.startswith("timestamp"):
+        return f"unix_micros(`{column}`)"
+    return f"CAST(`{column}` AS BIGINT)"

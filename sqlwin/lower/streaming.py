@@ -1,0 +1,304 @@
+"""Streaming: the window runtime inside `transformWithStateInPandas`, checkpointed and restartable.
+
+Plan of a streaming query (see docs/semantics.md, "Streaming and replay"):
+
+    source ──(input_sql)──▶ rows ─┬─ union ── control rows (end of input), one per bucket
+                                  ▼
+        groupBy(__bucket).transformWithStateInPandas(WindowProcessor)   RocksDB state, timers
+                                  ▼
+                 records ──foreachBatch──▶ result_sql ─▶ <sink>/batch_id=N/   (overwritten on retry)
+                                         └▶ late_sql  ─▶ <late sink>/batch_id=N/
+
+Each bucket's state is one value: the pickled runtimes of its keys. Timers wake every bucket
+when time passes, so idle timeouts and processing-time windows fire without rows:
+- with `arrival_time = col`, processing time is read from the rows (the recorded clock tests
+  and replays use): Spark's event-time watermark over that column, timers in EventTime mode;
+- otherwise, with a query that needs processing time, the wall clock (ProcessingTime mode).
+
+Writing each micro-batch into its own `batch_id=N` directory, replaced when Spark re-runs the
+batch after a failure, makes the sink exactly-once: a restart from the checkpoint neither
+loses nor duplicates rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import typing as t
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from pyspark.sql.streaming import StatefulProcessor
+
+from sqlwin.errors import SqlwinUsageError
+from sqlwin.lower.operator import (
+    END_OF_INPUT,
+    BucketState,
+    records,
+    records_frame,
+)
+from sqlwin.lower.replay import integral_flags, record_schema
+from sqlwin.lower.stateful import OperatorConfig, StatefulQuery, prepare_stateful
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+    from pyspark.sql.streaming import StreamingQuery
+
+    from sqlwin.api import Sqlwin
+
+STREAM_BUCKETS = 8
+METADATA = "sqlwin.json"  # in the checkpoint: what a restart must keep (bucket count, query)
+
+
+class WindowProcessor(StatefulProcessor):
+    """One bucket of keys: restore its runtimes, apply the batch (or the timer), save them."""
+
+    def __init__(self, config: OperatorConfig, integral: tuple[bool, ...], clock: str, tick_ms: int,
+                 columns: list[str]):
+        self.config, self.integral, self.clock, self.tick_ms = config, integral, clock, tick_ms
+        self.columns = columns
+
+    def init(self, handle) -> None:
+        from pyspark.sql.types import BinaryType, StructField, StructType
+
+        self.handle = handle
+        self.state = handle.getValueState("bucket", StructType([StructField("blob", BinaryType(), True)]))
+
+    def handleInputRows(self, key, rows, timerValues) -> t.Iterator[pd.DataFrame]:
+        bucket = self._load()
+        frame = pd.concat(list(rows), ignore_index=True)
+        if len(frame.columns) == len(self.columns):  # Spark may hand columns over as _0, _1, ...
+            frame.columns = self.columns
+        control = frame["__control"].notna()
+        data = frame[~control].sort_values("__order", kind="stable")
+        out: list[tuple] = []
+        now = self._now(timerValues)
+        if now is not None and self.config.timers:
+            out += records(self.config, bucket.advance(now), None)
+        out += records(self.config, bucket.process(data, self._batch_time(data, now)), None)
+        if control.any() and (frame.loc[control, "__control"] == END_OF_INPUT).any():
+            out += records(self.config, bucket.end_of_input(), None)
+        self._save(bucket, timerValues)
+        yield records_frame(self.config, out)
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> t.Iterator[pd.DataFrame]:
+        bucket = self._load()
+        now = self._now(timerValues)
+        out = records(self.config, bucket.advance(now), None) if now is not None else []
+        self._save(bucket, timerValues)
+        yield records_frame(self.config, out)
+
+    def close(self) -> None:
+        pass
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _load(self) -> BucketState:
+        blob = self.state.get()[0] if self.state.exists() else None
+        return BucketState.restore(blob, self.config, self.integral)
+
+    def _save(self, bucket: BucketState, timerValues) -> None:
+        self.state.update((bucket.snapshot(),))
+        if not self.config.timers:
+            return
+        for timer in list(self.handle.listTimers()):
+            self.handle.deleteTimer(timer)
+        if self.clock == "arrival":
+            # Wake at the next advance of the recorded clock (the watermark over arrival_time).
+            base = max(timerValues.getCurrentWatermarkInMs(), (bucket.now or 0) // 1000)
+            self.handle.registerTimer(base + 1)
+        else:
+            self.handle.registerTimer(timerValues.getCurrentProcessingTimeInMs() + self.tick_ms)
+
+    def _now(self, timerValues) -> int | None:
+        if self.clock == "arrival":
+            watermark = timerValues.getCurrentWatermarkInMs()
+            return watermark * 1000 if watermark > 0 else None
+        if self.clock == "processing":
+            return timerValues.getCurrentProcessingTimeInMs() * 1000
+        return None
+
+    def _batch_time(self, data: pd.DataFrame, now: int | None) -> int:
+        if self.clock == "arrival":
+            times = data["__ptime"].dropna()
+            return int(times.max()) if len(times) else (now or 0)
+        return now or 0
+
+
+# --------------------------------------------------------------------------- the handle
+
+
+@dataclass
+class StreamingWindowQuery:
+    """A running sqlwin stream: Spark's StreamingQuery plus where its results go."""
+
+    query: "StreamingQuery"
+    sink: str
+    late_sink: str | None
+    checkpoint: str
+    buckets: int
+    stateful: StatefulQuery
+    batches: list[dict] = field(default_factory=list)  # per micro-batch: rows out, late rows
+    result_schema: t.Any = None  # StructType of the sink's rows, known after the first batch
+    late_schema: t.Any = None
+
+    def process_all_available(self) -> None:
+        self.query.processAllAvailable()
+
+    def end_input(self) -> None:
+        """The stream has ended: close every window (BW-12), as a replay does at the end of its table."""
+        control = Path(self.checkpoint) / "sqlwin-control"
+        rows = [{"__bucket": b, "__control": END_OF_INPUT} for b in range(self.buckets)]
+        path = control / f"end-{uuid.uuid4().hex}.json"
+        tmp = control / f".{path.name}.tmp"
+        tmp.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+        os.replace(tmp, path)
+        self.query.processAllAvailable()
+
+    def stop(self) -> None:
+        self.query.stop()
+
+    @property
+    def is_active(self) -> bool:
+        return self.query.isActive
+
+    def status(self) -> dict:
+        """Figures for a progress line: rows/s, watermark, open state, late rows."""
+        progress = self.query.lastProgress or {}
+        state = (progress.get("stateOperators") or [{}])[0]
+        return {
+            "batch": progress.get("batchId"),
+            "input_rows": progress.get("numInputRows", 0),
+            "rows_per_second": progress.get("processedRowsPerSecond", 0.0),
+            "watermark": (progress.get("eventTime") or {}).get("watermark"),
+            "state_rows": state.get("numRowsTotal"),
+            "state_bytes": state.get("memoryUsedBytes"),
+            "results": sum(b["results"] for b in self.batches),
+            "late_rows": sum(b["late"] for b in self.batches),
+        }
+
+
+def start_stream(sw: "Sqlwin", query_text: str, sources: dict[str, t.Any], sink: str, checkpoint: str,
+                 late_sink: str | None = None, source_format: str = "parquet",
+                 source_options: dict[str, str] | None = None, trigger: dict | None = None,
+                 buckets: int | None = None) -> StreamingWindowQuery:
+    """Start `query_text` over streaming `sources` ({name: streaming DataFrame or directory})."""
+    spark = sw.spark
+    for name, source in sources.items():
+        frame = source if not isinstance(source, (str, os.PathLike)) else _read_directory(
+            spark, str(source), source_format, source_options or {})
+        if not frame.isStreaming:
+            raise SqlwinUsageError(f"Source {name} is not a streaming DataFrame",
+                                   hint="spark.readStream...load(), or a directory of files")
+        frame.createOrReplaceTempView(name)
+    plan = sw.plan(query_text)
+    buckets = _bucket_count(checkpoint, query_text, buckets)
+    stateful = prepare_stateful(plan, "streaming", buckets)
+    rows = sw._spark_sql(stateful.input_sql(arrival=False), query_text)
+    schema = record_schema(stateful, rows)
+    config = stateful.config
+    clock = "arrival" if stateful.relation.options.get("arrival_time") else (
+        "processing" if config.timers else "none")
+    from pyspark.sql import functions as F
+
+    rows = rows.withColumn("__control", F.lit(None).cast("string"))
+    control_dir = Path(checkpoint) / "sqlwin-control"
+    control_dir.mkdir(parents=True, exist_ok=True)
+    control = spark.readStream.schema("__bucket INT, __control STRING").json(str(control_dir))
+    operator_input = rows.unionByName(control, allowMissingColumns=True)
+    time_mode = "None"
+    if clock == "arrival":
+        operator_input = operator_input.withColumn("__ptime_ts", F.timestamp_micros("__ptime")) \
+            .withWatermark("__ptime_ts", "0 seconds")
+        time_mode = "EventTime"
+    elif clock == "processing":
+        time_mode = "ProcessingTime"
+    processor = WindowProcessor(config, integral_flags(rows), clock, _tick_ms(config), operator_input.columns)
+    output = operator_input.groupBy("__bucket").transformWithStateInPandas(
+        processor, schema, "Append", time_mode)
+    handle = StreamingWindowQuery(None, sink, late_sink, checkpoint, buckets, stateful)
+    writer = output.writeStream.foreachBatch(_sink_writer(sw, stateful, handle)) \
+        .option("checkpointLocation", str(Path(checkpoint) / "spark"))
+    if trigger:
+        writer = writer.trigger(**trigger)
+    handle.query = writer.start()
+    return handle
+
+
+def _sink_writer(sw: "Sqlwin", stateful: StatefulQuery, handle: StreamingWindowQuery):
+    """foreachBatch: project one micro-batch of records into the result and late sinks."""
+
+    def write(records_df: "DataFrame", batch_id: int) -> None:
+        spark = records_df.sparkSession
+        records_df = records_df.persist()
+        name = f"__sqlwin_batch_{uuid.uuid4().hex[:12]}"
+        records_df.createOrReplaceTempView(name)
+        try:
+            typed = f"({stateful.typed_emissions_sql(name)})"
+            result = spark.sql(stateful.result_sql(typed)).drop("__batch")
+            result = result.withColumnRenamed("__seq", "__order").orderBy("__order").drop("__order")
+            handle.result_schema = result.schema
+            written = _write_batch(result, handle.sink, batch_id)
+            late = 0
+            if handle.late_sink:
+                late_rows = spark.sql(stateful.late_sql(name)).drop("__batch")
+                handle.late_schema = late_rows.schema
+                late = _write_batch(late_rows, handle.late_sink, batch_id)
+            handle.batches.append({"batch": batch_id, "results": written, "late": late})
+        finally:
+            spark.catalog.dropTempView(name)
+            records_df.unpersist()
+
+    return write
+
+
+def _write_batch(frame: "DataFrame", sink: str, batch_id: int) -> int:
+    frame = frame.persist()
+    try:
+        count = frame.count()
+        target = Path(sink) / f"batch_id={batch_id}"
+        if count:
+            frame.coalesce(1).write.mode("overwrite").parquet(str(target))
+        elif target.exists():
+            shutil.rmtree(target)  # a re-run of the batch that now emits nothing
+        return count
+    finally:
+        frame.unpersist()
+
+
+def _read_directory(spark, path: str, source_format: str, options: dict[str, str]) -> "DataFrame":
+    sample = spark.read.format(source_format).options(**_read_options(source_format, options)).load(path)
+    reader = spark.readStream.format(source_format).schema(sample.schema)
+    return reader.options(**_read_options(source_format, options)).load(path)
+
+
+def _read_options(source_format: str, options: dict[str, str]) -> dict[str, str]:
+    defaults = {"header": "true", "inferSchema": "true"} if source_format == "csv" else {}
+    return {**defaults, **options}
+
+
+def _bucket_count(checkpoint: str, query_text: str, requested: int | None) -> int:
+    """Buckets are part of the state's key: fixed at the first start and kept on restarts."""
+    metadata = Path(checkpoint) / METADATA
+    if metadata.exists():
+        stored = json.loads(metadata.read_text())
+        if requested is not None and requested != stored["buckets"]:
+            raise SqlwinUsageError(
+                f"The checkpoint at {checkpoint} was started with {stored['buckets']} buckets, not {requested}",
+                hint="the same bucket count, or a fresh checkpoint")
+        return int(stored["buckets"])
+    buckets = requested or STREAM_BUCKETS
+    metadata.parent.mkdir(parents=True, exist_ok=True)
+    metadata.write_text(json.dumps({"buckets": buckets, "query": query_text}, indent=2))
+    return buckets
+
+
+def _tick_ms(config: OperatorConfig) -> int:
+    """How often wall-clock timers wake a bucket: often enough for the query's shortest duration."""
+    candidates = [config.watermark.idle_timeout, config.emit.early_interval, config.emit.late_interval,
+                  getattr(config.windower, "slide", None), getattr(config.windower, "step", None)]
+    shortest = min([c // 1000 for c in candidates if c], default=1000)
+    return max(100, min(1000, shortest))

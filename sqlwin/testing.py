@@ -1,0 +1,88 @@
+"""Feeding a streaming query one micro-batch at a time, for tests and for checking a replay.
+
+`feed_stream` writes each arrival batch of a recorded table as one parquet file, lets a real
+Structured Streaming query (file source, one file per trigger) process it, and collects what
+every micro-batch emitted. The same recorded table, replayed with `sw.sql`, must give the same
+rows: that is the invariant replay and streaming share.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import typing as t
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from sqlwin.api import Sqlwin
+
+
+@dataclass
+class FedStream:
+    """What a fed stream emitted: rows in emission order, and per micro-batch."""
+
+    schema: t.Any  # StructType of the result rows
+    rows: list[tuple]
+    late_schema: t.Any
+    late_rows: list[tuple]
+    per_batch: list[list[tuple]] = field(default_factory=list)  # results of each data batch, in order
+
+
+def feed_stream(sw: "Sqlwin", query: str, table: "DataFrame", source: str, batch_column: str | None,
+                order_column: str | None = None, workdir: str | None = None, end_input: bool = True,
+                late: bool = False, buckets: int | None = None) -> FedStream:
+    """Run `query` as a stream over `table` (registered as `source`), one micro-batch per batch value.
+
+    Without `batch_column` every row is its own micro-batch (in `order_column` order).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    root = Path(workdir or tempfile.mkdtemp(prefix="sqlwin-feed-"))
+    source_dir, sink, late_sink, checkpoint = (root / n for n in ("source", "sink", "late", "checkpoint"))
+    source_dir.mkdir(parents=True, exist_ok=True)
+    frame = table.toPandas()
+    order = [c for c in (batch_column, order_column) if c]
+    if order:
+        frame = frame.sort_values(order, kind="stable")
+    groups = [g for _, g in frame.groupby(batch_column, sort=True)] if batch_column else \
+        [frame.iloc[[i]] for i in range(len(frame))]
+    schema = table.schema
+    arrow_schema = to_arrow_schema(schema)
+    stream_frame = sw.spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(source_dir))
+    handle = sw.stream(query, sources={source: stream_frame}, sink=str(sink), checkpoint=str(checkpoint),
+                       late_sink=str(late_sink) if late else None, buckets=buckets)
+    per_batch = []
+    try:
+        for index, group in enumerate(groups):
+            before = len(handle.batches)
+            data = pa.Table.from_pandas(group, schema=arrow_schema, preserve_index=False)
+            tmp = source_dir / f".batch-{index:06d}.tmp"
+            pq.write_table(data, tmp, coerce_timestamps="us", allow_truncated_timestamps=True)
+            tmp.rename(source_dir / f"batch-{index:06d}.parquet")
+            handle.process_all_available()
+            per_batch.append([r for b in handle.batches[before:] for r in _batch_rows(sw, sink, b["batch"])])
+        if end_input:
+            handle.end_input()
+    finally:
+        handle.stop()
+    rows = _read_sink(sw, sink)
+    late_rows = _read_sink(sw, late_sink) if late else []
+    return FedStream(handle.result_schema, rows, handle.late_schema, late_rows, per_batch)
+
+
+def _batch_rows(sw: "Sqlwin", sink: Path, batch_id: int) -> list[tuple]:
+    path = sink / f"batch_id={batch_id}"
+    return [tuple(r) for r in sw.spark.read.parquet(str(path)).collect()] if path.exists() else []
+
+
+def _read_sink(sw: "Sqlwin", sink: Path) -> list[tuple]:
+    """Every batch's rows, batch by batch, each in the order it was written."""
+    batches = sorted((int(p.name.split("=")[1]), p) for p in sink.glob("batch_id=*")) if sink.exists() else []
+    rows: list[tuple] = []
+    for _, path in batches:
+        rows += [tuple(r) for r in sw.spark.read.parquet(str(path)).collect()]
+    return rows

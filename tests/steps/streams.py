@@ -1,0 +1,137 @@
+"""Steps for recorded streams: one table, run as a replay and as a real Structured Streaming query.
+
+A stream table lists rows in arrival order; the step numbers them in a column `arrival`
+(1, 2, ...), and a `batch` column, when present, says which micro-batch each row arrived in.
+The same query text runs in both modes: the replay reads `arrival_order` / `arrival_batch`;
+the streaming query gets one micro-batch per batch value (one per row without a batch column)
+and ends its input after the last one, as a replay ends at the end of its table.
+"""
+
+from __future__ import annotations
+
+import pytest
+from pytest_bdd import given, parsers, then, when
+
+from sqlwin.errors import SqlwinError
+from sqlwin.lower.operator import END_BATCH
+from sqlwin.lower.replay import run_replay
+from sqlwin.testing import feed_stream
+from tests.steps.queries import _expected_rows, _table, result_is
+from tests.steps.tables import create_table
+from tests.steps.values import normalise
+
+
+@pytest.fixture
+def streams():
+    """Stream tables of the scenario: name -> batch column or None."""
+    return {}
+
+
+@given(parsers.parse('the stream "{name}", arriving in this order:'))
+def given_stream(spark, streams, name: str, datatable):
+    header, *rows = datatable
+    create_table(spark, name, [header + ["arrival:int"]] + [row + [str(i + 1)] for i, row in enumerate(rows)])
+    names = [h.split(":")[0].strip() for h in header]
+    streams[name] = "batch" if "batch" in names else None
+
+
+@when(parsers.parse("I run the query in {mode} mode:"))
+def run_in_mode(sw, spark, streams, outcome, tmp_path, mode: str, docstring: str):
+    try:
+        if mode == "replay":
+            _replay(sw, spark, outcome, docstring)
+        elif mode == "streaming":
+            _stream(sw, spark, streams, outcome, tmp_path, docstring)
+        else:
+            raise AssertionError(f"unknown mode {mode}: replay or streaming")
+    except SqlwinError as err:
+        outcome["error"] = err
+
+
+def _replay(sw, spark, outcome, query: str) -> None:
+    plan = sw.plan(query)
+    replay = run_replay(sw, plan)
+    frame = replay.batched
+    outcome["types"] = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
+    rows = [[normalise(v) for v in row] for row in frame.collect()]
+    columns = frame.columns
+    position = columns.index("__batch")
+    outcome["columns"] = [c for c in columns if c != "__batch"]
+    outcome["rows"] = [r[:position] + r[position + 1:] for r in rows]
+    outcome["batches"] = ["end" if r[position] == END_BATCH else r[position] for r in rows]
+    if plan.late_into:
+        _late(outcome, spark.table(plan.late_into))
+
+
+def _stream(sw, spark, streams, outcome, tmp_path, query: str) -> None:
+    plan = sw.plan(query)
+    source = plan.windows[0].source
+    batch_column = streams.get(source)
+    table = spark.table(source)
+    fed = feed_stream(sw, query, table, source, batch_column, "arrival", workdir=str(tmp_path / "stream"),
+                      late=bool(plan.late_into))
+    _outcome(outcome, fed.schema, fed.rows)
+    batch_values = sorted({r[0] for r in table.select(batch_column).collect()}) if batch_column else \
+        [r[0] for r in table.orderBy("arrival").select("arrival").collect()]
+    labels = []
+    for value, emitted in zip(batch_values, fed.per_batch):
+        labels += [value] * len(emitted)
+    outcome["batches"] = labels + ["end"] * (len(fed.rows) - len(labels))
+    if plan.late_into:
+        outcome["late"] = {}
+        _outcome(outcome["late"], fed.late_schema, fed.late_rows)
+
+
+def _outcome(target: dict, schema, rows) -> None:
+    target["columns"] = [f.name for f in schema.fields] if schema else []
+    target["types"] = {f.name: f.dataType.simpleString() for f in schema.fields} if schema else {}
+    target["rows"] = [[normalise(v) for v in row] for row in rows]
+
+
+def _late(outcome, frame) -> None:
+    outcome["late"] = {}
+    _outcome(outcome["late"], frame.schema, frame.collect())
+
+
+@then("the late rows are:")
+def late_rows_are(outcome, datatable):
+    assert "error" not in outcome, f"the query failed: {outcome.get('error')}"
+    late = outcome.get("late")
+    assert late is not None, "the query has no LATE ROWS INTO"
+    result_is(late, datatable)
+
+
+@then("no row is late")
+def no_late_rows(outcome):
+    assert "error" not in outcome, f"the query failed: {outcome.get('error')}"
+    late = outcome.get("late")
+    assert late is not None, "the query has no LATE ROWS INTO"
+    assert not late["rows"], f"late rows: {late['rows']}"
+
+
+@then("each result is emitted after batch:")
+def emitted_after(outcome, datatable):
+    """The table's `after batch` column says which arrival batch emitted the row ('end': end of input)."""
+    header = [h.strip() for h in datatable[0]]
+    position = header.index("after batch")
+    expected_batches = [row[position].strip() for row in datatable[1:]]
+    table = [[h for i, h in enumerate(header) if i != position]] + \
+        [[c for i, c in enumerate(row) if i != position] for row in datatable[1:]]
+    names, expected = _expected_rows(outcome, table)
+    index = [outcome["columns"].index(n) for n in names]
+    actual = [([row[i] for i in index], str(batch)) for row, batch in zip(outcome["rows"], outcome["batches"])]
+    wanted = [(row, batch) for row, batch in zip(expected, expected_batches)]
+    from tests.steps.values import same
+
+    unmatched = list(actual)
+    missing = []
+    for row, batch in wanted:
+        match = next((a for a in unmatched if a[1] == batch and len(a[0]) == len(row)
+                      and all(same(e, v) for e, v in zip(row, a[0]))), None)
+        if match is None:
+            missing.append(row + [batch])
+        else:
+            unmatched.remove(match)
+    assert not missing and not unmatched, (
+        f"\nexpected:\n{_table(names + ['after batch'], [r + [b] for r, b in wanted])}"
+        f"\nactual:\n{_table(names + ['after batch'], [r + [b] for r, b in actual])}")
