@@ -221,6 +221,10 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int) -> StatefulQ
             "a condition on window columns in HAVING", query=plan.sql)
     key_names = [_key_name(sql, i) for i, sql in enumerate(keys)]
     clock_keys = keys if clock_positions is None else [keys[i] for i in clock_positions]
+    if watermark.idle_timeout is not None and watermark.idle_clock == "event_time":
+        # A key is idle against the newest event time of the whole stream: every key must be
+        # seen by the runtime that judges it, so this mode runs in one bucket.
+        bucket_count = 1
     return StatefulQuery(
         plan=plan, relation=rel, config=config, key_names=key_names, argument_sql=arguments,
         aggregate_sql=[n.sql(dialect="spark") for n in aggregate_nodes], row_columns=row_columns,
