@@ -368,6 +368,9 @@ class WindowRuntime:
             if window is None:
                 window = ks.windows[k] = self._new_window(k * slide, k * slide + size - 1)
             self._add(window, time, seq, values)
+            if index == k * slide:  # the first row's time, even NULL (not the first non-NULL one)
+                window.first_time = time
+            window.last_time = time
             window.full = index == k * slide + size - 1
             touched.append(window)
         if not touched:
@@ -387,9 +390,6 @@ class WindowRuntime:
             window.late_count += 1
         else:
             window.early_count += 1
-        if window.first_time is None:
-            window.first_time = time
-        window.last_time = time
 
     def _after_row(self, key, ks, touched: list[_Window], out) -> None:
         """Row-driven firings, in window order: CHANGES, EARLY EVERY n ROWS, late rows, full count windows."""
