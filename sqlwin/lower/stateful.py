@@ -88,9 +88,11 @@ class StatefulQuery:
         columns.append(f"{_micros_of(ptime, rel.columns)} AS __ptime" if ptime else "CAST(NULL AS BIGINT) AS __ptime")
         order = options.get("arrival_order")
         # A stream's order inside a micro-batch: the recorded column when the query names one,
-        # else the order the source delivered (partition, then position).
+        # else the order the source delivered (partition, then position): one constant, which the
+        # operator's stable sort leaves as it came (Spark refuses monotonically_increasing_id()
+        # in a streaming query).
         columns.append(f"{_ordinal_of(order, rel.columns)} AS __order" if order
-                       else "monotonically_increasing_id() AS __order")
+                       else "CAST(0 AS BIGINT) AS __order")
         if arrival:  # replay: micro-batch boundaries as recorded (each row its own batch without them)
             batch = options.get("arrival_batch") or order
             columns.append(f"{_ordinal_of(batch, rel.columns)} AS __batch")
@@ -132,7 +134,7 @@ class StatefulQuery:
             late_by = "make_dt_interval(0, 0, 0, __late_by / 1000000)"
         columns = [*row, f"{late_by} AS late_by", f"{start} AS window_start", f"{end} AS window_end",
                    "__reason AS reason", "__batch"]
-        return f"SELECT {', '.join(columns)} FROM {records} WHERE __kind <> 'emit'"
+        return f"SELECT {', '.join(columns)} FROM {records} WHERE __kind IN ('late', 'rejected')"
 
     def _window_columns(self) -> list[str]:
         windower = self.relation.windower
