@@ -2,6 +2,8 @@
 
     sqlwin run QUERY.sql --table NAME=PATH [--table ...] [--out PATH] [--limit N]
     sqlwin explain QUERY.sql --table NAME=PATH [--table ...]
+    sqlwin stream QUERY.sql --source NAME=DIR [--format parquet|csv|json] --checkpoint DIR --sink DIR
+                  [--late-sink DIR] [--once] [--max-files-per-trigger N]
 
 A query file may name its own inputs in comments, relative to the file, so a shipped
 example runs with no flags: `-- sqlwin:table clicks=data/clicks.csv`. --table wins.
@@ -51,6 +53,22 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--limit", type=int, default=1000, help="rows to print when there is no --out (default 1000)")
     run.set_defaults(handler=_run)
 
+    stream = commands.add_parser("stream", help="run a query as a Structured Streaming query over directories")
+    stream.add_argument("query", help="a file with the SQL query (or - for standard input)")
+    stream.add_argument("--source", action="append", default=[], metavar="NAME=DIR", required=True,
+                        help="a directory of files the stream reads as table NAME (new files are new rows)")
+    stream.add_argument("--format", default="parquet", choices=("parquet", "csv", "json"),
+                        help="the source files' format (default parquet)")
+    stream.add_argument("--checkpoint", required=True, help="checkpoint directory (restart from it after a stop)")
+    stream.add_argument("--sink", required=True, help="results as parquet, one batch_id=N directory per micro-batch")
+    stream.add_argument("--late-sink", help="late and rejected rows (with LATE ROWS INTO), as parquet")
+    stream.add_argument("--once", action="store_true",
+                        help="process the files present now, then stop (windows stay open in the checkpoint)")
+    stream.add_argument("--end-input", action="store_true",
+                        help="with --once: the input has ended, close every window before stopping")
+    stream.add_argument("--max-files-per-trigger", type=int, help="files per micro-batch")
+    stream.set_defaults(handler=_stream)
+
     explain = commands.add_parser("explain", help="show the plan sqlwin chose for a query, and why")
     _add_query_arguments(explain)
     explain.set_defaults(handler=_explain)
@@ -80,6 +98,51 @@ def _run(args: argparse.Namespace) -> int:
     except Exception as err:
         raise runtime_error(err) from None
     return 0
+
+
+def _stream(args: argparse.Namespace) -> int:
+    """Start the stream and print a progress line per micro-batch until it stops (or Ctrl-C)."""
+    import time
+
+    query = _read_query(args.query)
+    sources = _parse_tables(args.source)
+    options = {"maxFilesPerTrigger": str(args.max_files_per_trigger)} if args.max_files_per_trigger else {}
+    sw = _attach()
+    handle = sw.stream(query, sources={name: str(path) for name, path in sources.items()}, sink=args.sink,
+                       checkpoint=args.checkpoint, late_sink=args.late_sink, source_format=args.format,
+                       source_options=options)
+    print(f"streaming into {args.sink} (checkpoint {args.checkpoint}); Ctrl-C stops", file=sys.stderr)
+    shown = -1
+    try:
+        while True:
+            if args.once:
+                handle.process_all_available()
+                if args.end_input:
+                    handle.end_input()
+            status = handle.status()
+            if status["batch"] is not None and status["batch"] != shown:
+                shown = status["batch"]
+                print(_progress_line(status), file=sys.stderr)
+            if args.once:
+                break
+            if not handle.is_active:
+                handle.query.awaitTermination()  # raises the query's failure
+                break
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        handle.stop()
+    return 0
+
+
+def _progress_line(status: dict) -> str:
+    state = status["state_rows"]
+    return (f"batch {status['batch']}: {status['input_rows']} rows in, {status['rows_per_second']:.0f} rows/s, "
+            f"watermark {status['key_watermarks'] or status['watermark'] or '-'}, "
+            f"{status['open_windows']} open windows, state {state if state is not None else '-'} buckets "
+            f"({(status['state_bytes'] or 0) / 1e6:.1f} MB), {status['results']} results, "
+            f"{status['late_rows']} late rows")
 
 
 def _explain(args: argparse.Namespace) -> int:

@@ -32,10 +32,11 @@ class FedStream:
 
 def feed_stream(sw: "Sqlwin", query: str, table: "DataFrame", source: str, batch_column: str | None,
                 order_column: str | None = None, workdir: str | None = None, end_input: bool = True,
-                late: bool = False, buckets: int | None = None) -> FedStream:
+                late: bool = False, buckets: int | None = None, restart_after: int | None = None) -> FedStream:
     """Run `query` as a stream over `table` (registered as `source`), one micro-batch per batch value.
 
     Without `batch_column` every row is its own micro-batch (in `order_column` order).
+    `restart_after=n` stops the query after the n-th batch and restarts it from its checkpoint.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -51,13 +52,20 @@ def feed_stream(sw: "Sqlwin", query: str, table: "DataFrame", source: str, batch
     groups = [g for _, g in frame.groupby(batch_column, sort=True)] if batch_column else \
         [frame.iloc[[i]] for i in range(len(frame))]
     schema = table.schema
-    arrow_schema = to_arrow_schema(schema)
-    stream_frame = sw.spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(source_dir))
-    handle = sw.stream(query, sources={source: stream_frame}, sink=str(sink), checkpoint=str(checkpoint),
-                       late_sink=str(late_sink) if late else None, buckets=buckets)
+    arrow_schema = to_arrow_schema(schema, timezone=sw.spark.conf.get("spark.sql.session.timeZone"))
+
+    def start():
+        frame = sw.spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(source_dir))
+        return sw.stream(query, sources={source: frame}, sink=str(sink), checkpoint=str(checkpoint),
+                         late_sink=str(late_sink) if late else None, buckets=buckets)
+
+    handle = start()
     per_batch = []
     try:
         for index, group in enumerate(groups):
+            if restart_after is not None and index == restart_after:
+                handle.stop()  # windows are open: their state is only in the checkpoint now
+                handle = start()
             before = len(handle.batches)
             data = pa.Table.from_pandas(group, schema=arrow_schema, preserve_index=False)
             tmp = source_dir / f".batch-{index:06d}.tmp"

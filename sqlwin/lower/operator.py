@@ -19,7 +19,7 @@ import pandas as pd
 from sqlwin.lower.stateful import OperatorConfig
 from sqlwin.runtime import BatchResult, WindowRuntime
 
-EMIT, LATE, REJECTED = "emit", "late", "rejected"
+EMIT, LATE, REJECTED, STATS = "emit", "late", "rejected", "stats"
 END_OF_INPUT = "end_of_input"  # the control row that ends a stream
 END_BATCH = 2**62  # where end-of-input firings sort in a replay
 
@@ -114,6 +114,24 @@ class BucketState:
         results = [runtime.end_of_input() for runtime in self.runtimes.values()]
         self.runtimes.clear()  # an ended runtime refuses input; a new stream starts afresh
         return results
+
+    def stats_record(self, bucket: int) -> tuple:
+        """A 'stats' record for progress reports: open windows, lowest and highest watermark, late rows.
+
+        Carried in the record columns __windex (open windows), __wstart / __wend (watermarks, µs),
+        __late_by (late rows so far) and __etime (the bucket).
+        """
+        c = self.config
+        open_windows, late = 0, 0
+        marks = []
+        for runtime in self.runtimes.values():
+            open_windows += sum(len(ks.windows) for ks in runtime._keys.values())
+            late += runtime.counts["late"]
+            keys = [()] if runtime.watermark_spec.scope == "stream" else list(runtime._keys)
+            marks += [m for m in (runtime.watermark(k) for k in keys) if isinstance(m, int)]
+        low, high = (min(marks), max(marks)) if marks else (None, None)
+        return (STATS, *(None,) * c.key_count, low, high, open_windows, *(None,) * len(c.aggregates),
+                None, None, None, None, bucket, late, None, *(None,) * c.row_count)
 
     def counts(self) -> dict[str, int]:
         total: dict[str, int] = {}

@@ -50,6 +50,7 @@ if t.TYPE_CHECKING:
     from sqlwin.api import Sqlwin
 
 STREAM_BUCKETS = 8
+ARRIVAL_SLACK_US = 86_400_000_000  # see start_stream: the arrival clock's watermark
 METADATA = "sqlwin.json"  # in the checkpoint: what a restart must keep (bucket count, query)
 
 
@@ -81,6 +82,7 @@ class WindowProcessor(StatefulProcessor):
         out += records(self.config, bucket.process(data, self._batch_time(data, now)), None)
         if control.any() and (frame.loc[control, "__control"] == END_OF_INPUT).any():
             out += records(self.config, bucket.end_of_input(), None)
+        out.append(bucket.stats_record(int(key[0])))
         self._save(bucket, timerValues)
         yield records_frame(self.config, out)
 
@@ -88,6 +90,7 @@ class WindowProcessor(StatefulProcessor):
         bucket = self._load()
         now = self._now(timerValues)
         out = records(self.config, bucket.advance(now), None) if now is not None else []
+        out.append(bucket.stats_record(int(key[0])))
         self._save(bucket, timerValues)
         yield records_frame(self.config, out)
 
@@ -141,12 +144,34 @@ class StreamingWindowQuery:
     checkpoint: str
     buckets: int
     stateful: StatefulQuery
+    clock: str = "none"  # 'none' | 'arrival' (recorded arrival_time) | 'processing' (wall clock)
     batches: list[dict] = field(default_factory=list)  # per micro-batch: rows out, late rows
+    bucket_stats: dict = field(default_factory=dict)  # bucket -> (open windows, low wm, high wm, late)
     result_schema: t.Any = None  # StructType of the sink's rows, known after the first batch
     late_schema: t.Any = None
 
-    def process_all_available(self) -> None:
-        self.query.processAllAvailable()
+    def process_all_available(self, timeout_s: float = 600.0) -> None:
+        """Block until every row available now is processed.
+
+        With wall-clock timers Spark keeps running timer batches, so `processAllAvailable`
+        never returns: wait instead until the source has no data left and no trigger runs.
+        """
+        if self.clock != "processing":
+            self.query.processAllAvailable()
+            return
+        import time
+
+        deadline = time.monotonic() + timeout_s
+        quiet = 0
+        while time.monotonic() < deadline:
+            status = self.query.status
+            if not self.query.isActive:
+                self.query.awaitTermination()  # raises the query's failure
+                return
+            quiet = quiet + 1 if not status["isDataAvailable"] and not status["isTriggerActive"] else 0
+            if quiet >= 3:
+                return
+            time.sleep(0.2)
 
     def end_input(self) -> None:
         """The stream has ended: close every window (BW-12), as a replay does at the end of its table."""
@@ -156,7 +181,7 @@ class StreamingWindowQuery:
         tmp = control / f".{path.name}.tmp"
         tmp.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
         os.replace(tmp, path)
-        self.query.processAllAvailable()
+        self.process_all_available()
 
     def stop(self) -> None:
         self.query.stop()
@@ -177,8 +202,26 @@ class StreamingWindowQuery:
             "state_rows": state.get("numRowsTotal"),
             "state_bytes": state.get("memoryUsedBytes"),
             "results": sum(b["results"] for b in self.batches),
-            "late_rows": sum(b["late"] for b in self.batches),
+            "open_windows": sum(s[0] for s in self.bucket_stats.values()),
+            "key_watermarks": _watermark_range(self.bucket_stats.values(), self.stateful),
+            "late_rows": sum(s[3] for s in self.bucket_stats.values()),
         }
+
+
+def _watermark_range(stats, stateful: StatefulQuery) -> str | None:
+    """The lowest and highest watermark over the keys, in the time column's own unit."""
+    lows = [s[1] for s in stats if s[1] is not None]
+    highs = [s[2] for s in stats if s[2] is not None]
+    if not lows:
+        return None
+    import datetime as dt
+
+    def show(micros: int) -> str:
+        if stateful._epoch_ms:
+            return str(micros // 1000)
+        return (dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=micros)).isoformat(sep=" ")
+
+    return f"{show(min(lows))} .. {show(max(highs))}"
 
 
 def start_stream(sw: "Sqlwin", query_text: str, sources: dict[str, t.Any], sink: str, checkpoint: str,
@@ -211,15 +254,21 @@ def start_stream(sw: "Sqlwin", query_text: str, sources: dict[str, t.Any], sink:
     operator_input = rows.unionByName(control, allowMissingColumns=True)
     time_mode = "None"
     if clock == "arrival":
-        operator_input = operator_input.withColumn("__ptime_ts", F.timestamp_micros("__ptime")) \
-            .withWatermark("__ptime_ts", "0 seconds")
+        # Spark's watermark over the arrival times is the recorded clock the timers follow. Spark
+        # drops rows at or before its watermark; rows of a later batch may carry the same arrival
+        # time (a replay's still clock), so the column is shifted a day ahead and the watermark
+        # delayed by the same day: the watermark is exactly the newest arrival time, and no row
+        # is dropped unless it arrives a day behind the clock.
+        operator_input = operator_input.withColumn(
+            "__ptime_ts", F.timestamp_micros(F.col("__ptime") + F.lit(ARRIVAL_SLACK_US))) \
+            .withWatermark("__ptime_ts", "1 day")
         time_mode = "EventTime"
     elif clock == "processing":
         time_mode = "ProcessingTime"
     processor = WindowProcessor(config, integral_flags(rows), clock, _tick_ms(config), operator_input.columns)
     output = operator_input.groupBy("__bucket").transformWithStateInPandas(
         processor, schema, "Append", time_mode)
-    handle = StreamingWindowQuery(None, sink, late_sink, checkpoint, buckets, stateful)
+    handle = StreamingWindowQuery(None, sink, late_sink, checkpoint, buckets, stateful, clock)
     writer = output.writeStream.foreachBatch(_sink_writer(sw, stateful, handle)) \
         .option("checkpointLocation", str(Path(checkpoint) / "spark"))
     if trigger:
@@ -234,6 +283,9 @@ def _sink_writer(sw: "Sqlwin", stateful: StatefulQuery, handle: StreamingWindowQ
     def write(records_df: "DataFrame", batch_id: int) -> None:
         spark = records_df.sparkSession
         records_df = records_df.persist()
+        for row in records_df.where("__kind = 'stats'").select("__etime", "__windex", "__wstart", "__wend",
+                                                                 "__late_by").collect():
+            handle.bucket_stats[row[0]] = (row[1] or 0, row[2], row[3], row[4] or 0)
         name = f"__sqlwin_batch_{uuid.uuid4().hex[:12]}"
         records_df.createOrReplaceTempView(name)
         try:

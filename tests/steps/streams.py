@@ -42,6 +42,8 @@ def run_in_mode(sw, spark, streams, outcome, tmp_path, mode: str, docstring: str
             _replay(sw, spark, outcome, docstring)
         elif mode == "streaming":
             _stream(sw, spark, streams, outcome, tmp_path, docstring)
+        elif mode.startswith("streaming restarted after batch "):
+            _stream(sw, spark, streams, outcome, tmp_path, docstring, restart_after=int(mode.split()[-1]))
         else:
             raise AssertionError(f"unknown mode {mode}: replay or streaming")
     except SqlwinError as err:
@@ -63,13 +65,13 @@ def _replay(sw, spark, outcome, query: str) -> None:
         _late(outcome, spark.table(plan.late_into))
 
 
-def _stream(sw, spark, streams, outcome, tmp_path, query: str) -> None:
+def _stream(sw, spark, streams, outcome, tmp_path, query: str, restart_after: int | None = None) -> None:
     plan = sw.plan(query)
     source = plan.windows[0].source
     batch_column = streams.get(source)
     table = spark.table(source)
     fed = feed_stream(sw, query, table, source, batch_column, "arrival", workdir=str(tmp_path / "stream"),
-                      late=bool(plan.late_into))
+                      late=bool(plan.late_into), restart_after=restart_after)
     _outcome(outcome, fed.schema, fed.rows)
     batch_values = sorted({r[0] for r in table.select(batch_column).collect()}) if batch_column else \
         [r[0] for r in table.orderBy("arrival").select("arrival").collect()]

@@ -68,6 +68,8 @@ def normalise(value: t.Any) -> t.Any:
     """A Spark result value in the same shape parse_cell produces (naive UTC datetimes, lists)."""
     if isinstance(value, dt.datetime) and value.tzinfo is not None:
         return value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    if isinstance(value, dt.timedelta):  # an INTERVAL DAY TO SECOND, compared in seconds (late_by:double)
+        return value.total_seconds()
     if isinstance(value, (list, tuple)):
         return [normalise(v) for v in value]
     if hasattr(value, "asDict"):
