@@ -38,3 +38,44 @@ def test_every_listed_id_has_its_scenario():
 
 def test_every_tag_is_listed():
     assert set(tagged()) <= set(listed()), f"tags missing from features/README.md: {set(tagged()) - set(listed())}"
+
+
+# Items whose behaviour depends on arrival order: each needs a scenario run in both modes.
+ARRIVAL_ORDER_ITEMS = (
+    [f"BW-{n:02d}" for n in (1, 2, 3, 9, 10, 11, 12, 13)]
+    + [f"QX-{n:02d}" for n in (3, 4, 15, 16, 17, 18, 19)]
+    + [f"VS-{n:02d}" for n in range(1, 17)]
+)
+
+
+def modes_by_item() -> dict[str, set[str]]:
+    """ID -> the modes (Examples `mode` column values) of its tagged Scenario Outlines."""
+    modes: dict[str, set[str]] = {}
+    for feature in FEATURES.glob("*.feature"):
+        tags: list[str] = []
+        current: list[str] = []
+        in_examples = False
+        header: list[str] | None = None
+        for line in feature.read_text().splitlines():
+            stripped = line.strip()
+            if stripped.startswith("@"):
+                tags += re.findall(r"@([A-Z]{2}-\d{2})", stripped)
+            elif stripped.startswith(("Scenario:", "Scenario Outline:")):
+                current, tags, in_examples, header = tags, [], False, None
+            elif stripped.startswith("Examples:"):
+                in_examples, header = True, None
+            elif in_examples and stripped.startswith("|"):
+                cells = [c.strip() for c in stripped.strip("|").split("|")]
+                if header is None:
+                    header = cells
+                elif "mode" in header:
+                    for item in current:
+                        modes.setdefault(item, set()).add(cells[header.index("mode")].split()[0])
+    return modes
+
+
+def test_arrival_order_items_run_in_replay_and_streaming():
+    modes = modes_by_item()
+    missing = {item: sorted(modes.get(item, set())) for item in ARRIVAL_ORDER_ITEMS
+               if not {"replay", "streaming"} <= modes.get(item, set())}
+    assert not missing, f"items without a scenario in both replay and streaming mode: {missing}"
