@@ -1,3 +1,4 @@
+@apex
 Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13c6d6895.txt)
   Global, time and sliding time windows over finished tables.
 

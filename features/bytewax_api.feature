@@ -1,3 +1,4 @@
+@bytewax
 Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
 
   @BX-09

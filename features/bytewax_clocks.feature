@@ -1,3 +1,4 @@
+@bytewax
 Feature: Bytewax clocks, watermarks and late data (seeds/000_b053eec30e33ac17.txt)
   Bytewax's event clock: the watermark is the newest timestamp minus the wait, plus the system
   time elapsed since that timestamp was seen; it never goes backwards; a row before the

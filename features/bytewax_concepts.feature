@@ -1,3 +1,4 @@
+@bytewax
 Feature: Bytewax windowing concepts (seeds/000_b053eec30e33ac17.txt)
   Windows are assigned by a windower: sliding (HOP), tumbling (TUMBLE) and session
   (SESSION) windows, each aligned to a fixed origin. These scenarios run over finished

@@ -1,3 +1,4 @@
+@quix
 Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
   Quix times are epoch milliseconds (LONG columns); results keep milliseconds.
   Scenarios on a "table" run over finished tables: every window closes at end of input.

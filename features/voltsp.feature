@@ -1,3 +1,4 @@
+@voltsp
 Feature: VoltSP time and watermarks in window aggregations (seeds/003_3efd8ef133f7b69e.txt)
   Times are epoch milliseconds (LONG columns): the document's "2s" is 2000. Rows are listed in
   arrival order; `batch` is the micro-batch they arrived in. Every scenario runs twice: as a
