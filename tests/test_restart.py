@@ -35,8 +35,8 @@ BATCHES = [
     [("a", 25000, 11)],  # a: 23 s closes a [10, 20 s)
 ]
 STOP_AFTER = 3  # batches fed before the stop
-# What every run must emit: (batch_id, k, window_start, window_end, n, vs, op, firing, emit_seq)
-# (keys a and b land in different buckets or the same one: emit_seq is compared between runs only).
+# What every run emits: (batch_id, k, window_start, window_end, n, vs); op, firing and emit_seq
+# follow in the sink (emit_seq depends on how keys share buckets: compared between runs only).
 EXPECTED_WINDOWS = [
     (2, "a", 0, 10000, 3, [1, 3, 4]),
     (3, "b", 0, 10000, 2, [2, 7]),
