@@ -290,8 +290,7 @@ def _sink_writer(sw: "Sqlwin", stateful: StatefulQuery, handle: StreamingWindowQ
         records_df.createOrReplaceTempView(name)
         try:
             typed = f"({stateful.typed_emissions_sql(name)})"
-            result = spark.sql(stateful.result_sql(typed)).drop("__batch")
-            result = result.withColumnRenamed("__seq", "__order").orderBy("__order").drop("__order")
+            result = spark.sql(stateful.result_sql(typed)).orderBy("__seq").drop("__batch", "__seq")
             handle.result_schema = result.schema
             written = _write_batch(result, handle.sink, batch_id)
             late = 0

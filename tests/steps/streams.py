@@ -18,7 +18,7 @@ from sqlwin.lower.replay import run_replay
 from sqlwin.testing import feed_stream
 from tests.steps.queries import _expected_rows, _table, result_is
 from tests.steps.tables import create_table
-from tests.steps.values import normalise
+from tests.steps.values import normalise, same
 
 
 @pytest.fixture
@@ -123,8 +123,6 @@ def emitted_after(outcome, datatable):
     index = [outcome["columns"].index(n) for n in names]
     actual = [([row[i] for i in index], str(batch)) for row, batch in zip(outcome["rows"], outcome["batches"])]
     wanted = [(row, batch) for row, batch in zip(expected, expected_batches)]
-    from tests.steps.values import same
-
     unmatched = list(actual)
     missing = []
     for row, batch in wanted:
