@@ -292,9 +292,8 @@ def _window_relation(node: WindowTVF, schema_of: SchemaLookup) -> WindowRelation
     partition_by = tuple(_column_sql(e, columns, "PARTITION BY") for e in table_arg.args.get("partition_by") or [])
     order_by = tuple(_ordering_sql(e, columns) for e in table_arg.args.get("order") or [])
     time = _time_column(node, descriptor, columns)
-    if function == "COUNT_WINDOW" and not order_by and "arrival_order" not in options:
-        _fail("COUNT_WINDOW needs an order for its rows", node,
-              "COUNT_WINDOW(TABLE t [PARTITION BY k] ORDER BY offset, 3 [, step])", text=function)
+    # COUNT_WINDOW over a finished table needs an order for its rows (checked where the complete
+    # input is lowered); a stream counts its rows in the order they arrive.
     if function != "COUNT_WINDOW" and order_by:
         _fail(f"{function} takes no ORDER BY (rows are placed by their time)", table_arg.args["order"][0],
               "ORDER BY only in COUNT_WINDOW")

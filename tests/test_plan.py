@@ -92,8 +92,6 @@ def test_plain_spark_sql_passes_through():
          SqlwinValidationError, "step must divide", 1, 49),
         ("SELECT * FROM COUNT_WINDOW(TABLE t ORDER BY pos, 0)",
          SqlwinValidationError, "positive number of rows", 1, 50),
-        ("SELECT * FROM COUNT_WINDOW(TABLE t, 3)",
-         SqlwinValidationError, "needs an order", 1, 15),
         ("SELECT * FROM SESSION(TABLE t, DESCRIPTOR(ts))",
          SqlwinValidationError, "missing its GAP", 1, 15),
         ("SELECT * FROM TUMBLE(TABLE t, DESCRIPTOR(ms), INTERVAL 1 MICROSECOND)",
@@ -122,3 +120,14 @@ def test_errors_say_what_and_where(sql, error, message, line, column):
         assert (caught.value.position.line, caught.value.position.column) == (line, column)
     assert caught.value.hint, "every error says what would be accepted"
     assert "^" in str(caught.value), "the message shows the offending text"
+
+
+def test_count_window_over_a_finished_table_needs_an_order():
+    # A stream counts rows as they arrive; a finished table has no order of its own.
+    from sqlwin.lower.batch import lower_complete
+
+    with pytest.raises(SqlwinValidationError) as caught:
+        lower_complete(plan("SELECT * FROM COUNT_WINDOW(TABLE t, 3)"))
+    assert "needs an order" in caught.value.message
+    assert (caught.value.position.line, caught.value.position.column) == (1, 15)
+    assert "arrival_order" in caught.value.hint and "^" in str(caught.value)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from sqlwin.dialect import Sqlwin, SqlwinGenerator, WindowTVF
+from sqlwin.errors import SqlwinError, SqlwinValidationError
 from sqlwin.plan import (
     WINDOW_COLUMNS,
     CountWindow,
@@ -34,6 +35,7 @@ from sqlwin.plan import (
     Tumble,
     WindowAggregation,
     WindowRelation,
+    node_position,
 )
 
 
@@ -63,6 +65,13 @@ class _LoweringDialect(Sqlwin):
 
 def lower_complete(plan: QueryPlan) -> LoweredQuery:
     """The whole query as Spark SQL, every window function replaced by native Spark."""
+    try:
+        return _lower_complete(plan)
+    except SqlwinError as err:
+        raise err.with_query(plan.sql) from None
+
+
+def _lower_complete(plan: QueryPlan) -> LoweredQuery:
     ast = plan.ast.copy()
     nodes = {id(n): n for n in ast.find_all(WindowTVF)}
     originals = {id(w.node): w for w in plan.windows}
@@ -282,7 +291,14 @@ def _window_numbers(first: str, last: str) -> str:
 
 
 def _count_order(relation: WindowRelation) -> str:
-    return ", ".join(relation.order_by) or f"`{relation.options['arrival_order']}`"
+    if relation.order_by:
+        return ", ".join(relation.order_by)
+    if "arrival_order" in relation.options:
+        return f"`{relation.options['arrival_order']}`"
+    # A finished table has no order of its own (a stream has: the order its rows arrive).
+    raise SqlwinValidationError(
+        "COUNT_WINDOW over a finished table needs an order for its rows", node_position(relation.node, "COUNT_WINDOW"),
+        "COUNT_WINDOW(TABLE t [PARTITION BY k] ORDER BY offset, 3 [, step]), or WITH (arrival_order = offset)")
 
 
 def _rows_in_count_windows(relation: WindowRelation, w: CountWindow, src: str) -> str:

@@ -86,15 +86,9 @@ class StatefulQuery:
         columns += [f"`{name}` AS __r{i}" for i, name in enumerate(self.row_columns)]
         ptime = options.get("arrival_time")
         columns.append(f"{_micros_of(ptime, rel.columns)} AS __ptime" if ptime else "CAST(NULL AS BIGINT) AS __ptime")
-        order = options.get("arrival_order")
-        # A stream's order inside a micro-batch: the recorded column when the query names one,
-        # else the order the source delivered (partition, then position): one constant, which the
-        # operator's stable sort leaves as it came (Spark refuses monotonically_increasing_id()
-        # in a streaming query).
-        columns.append(f"{_ordinal_of(order, rel.columns)} AS __order" if order
-                       else "CAST(0 AS BIGINT) AS __order")
+        columns.append(f"{_in_batch_order(rel)} AS __order")
         if arrival:  # replay: micro-batch boundaries as recorded (each row its own batch without them)
-            batch = options.get("arrival_batch") or order
+            batch = options.get("arrival_batch") or options["arrival_order"]
             columns.append(f"{_ordinal_of(batch, rel.columns)} AS __batch")
         return f"{self.with_sql}SELECT {', '.join(columns)} {self.source_sql}"
 
@@ -189,6 +183,7 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int) -> StatefulQ
         raise SqlwinValidationError(
             "Processing time in a replay needs the recorded arrival times", rel.position,
             "WITH (arrival_order = offset_col, arrival_time = arrival_ts_col)", query=plan.sql)
+    _check_count_order(plan, rel, mode)
     keys = list(agg.group_keys)
     clock_positions = _clock_positions(plan, rel, keys)
     aggregate_nodes = _aggregate_nodes(plan, agg)
@@ -375,6 +370,45 @@ def _micros_of(column: str, columns: dict[str, str]) -> str:
     if kind.startswith("timestamp"):
         return f"unix_micros(`{column}`)"
     return f"CAST(`{column}` AS BIGINT) * 1000"
+
+
+def _in_batch_order(rel: WindowRelation) -> str:
+    """The order of rows inside one micro-batch, as one BIGINT.
+
+    The recorded arrival column when the query names one; else a COUNT_WINDOW's ORDER BY column;
+    else the order the source delivered (partition, then position): one constant, which the
+    operator's stable sort leaves as it came (Spark refuses monotonically_increasing_id() in a
+    streaming query).
+    """
+    order = rel.options.get("arrival_order")
+    if order:
+        return _ordinal_of(order, rel.columns)
+    if rel.order_by:
+        return _ordinal_of(_single_order_column(rel), rel.columns)
+    return "CAST(0 AS BIGINT)"
+
+
+def _check_count_order(plan: QueryPlan, rel: WindowRelation, mode: str) -> None:
+    """A stream counts rows as they arrive; ORDER BY may only say how, not contradict it."""
+    if not rel.order_by:
+        return
+    column = _single_order_column(rel, plan)
+    arrival = rel.options.get("arrival_order")
+    if arrival and _normal(column) != _normal(arrival):
+        raise SqlwinValidationError(
+            f"In {mode} mode COUNT_WINDOW counts rows in arrival order ({arrival}), not by {column}",
+            rel.position, f"ORDER BY {arrival}, or no ORDER BY", query=plan.sql)
+
+
+def _single_order_column(rel: WindowRelation, plan: QueryPlan | None = None) -> str:
+    order = rel.order_by
+    name = order[0].strip("`") if len(order) == 1 else ""
+    if name.lower() not in {c.lower() for c in rel.columns}:
+        raise SqlwinUnsupportedError(
+            "A stream orders the rows of a micro-batch by one input column (ascending)", rel.position,
+            "COUNT_WINDOW(TABLE t PARTITION BY k ORDER BY offset_col, n), or WITH (arrival_order = offset_col)",
+            query=plan.sql if plan else None)
+    return next(c for c in rel.columns if c.lower() == name.lower())
 
 
 def _ordinal_of(column: str, columns: dict[str, str]) -> str:
