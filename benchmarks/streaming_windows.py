@@ -33,10 +33,9 @@ SparkSession:
 Spark's watermark is one per stream (the newest event time of all keys, minus the delay);
 sqlwin's here is one per key. The data keeps every row on time under both.
 
-COUNT_WINDOW runs as the issue writes it, without ORDER BY (a stream has an arrival order);
-sqlwin refuses that ("COUNT_WINDOW needs an order for its rows") and the case is reported as
-not run. `--arrival-order` names the arrival column instead, WITH (arrival_order = seq), in
-every sqlwin query.
+COUNT_WINDOW runs as the issue writes it, without ORDER BY: a stream counts each key's rows in
+the order they arrive. `--arrival-order` names the arrival column instead, WITH (arrival_order =
+seq), in every sqlwin query.
 """
 
 from __future__ import annotations
