@@ -42,6 +42,7 @@ MICROS = {
 WINDOW_COLUMNS = ("window_start", "window_end", "window_time", "window_index")
 TIMESTAMP_TYPES = ("timestamp", "timestamp_ntz")
 EPOCH_MS_TYPES = ("bigint", "int", "smallint", "tinyint")
+FRACTIONAL_MS_TYPES = ("double", "float")  # and decimal(p,s): epoch ms rounded to the closest ms
 
 SchemaLookup = t.Callable[[str], "dict[str, str] | None"]
 
@@ -108,14 +109,24 @@ Windower = t.Union[Tumble, Hop, Cumulate, Session, Slide, CountWindow, GlobalWin
 
 @dataclass(frozen=True)
 class TimeColumn:
-    """Where a row's time comes from. kind: 'timestamp', 'epoch_ms' (LONG milliseconds) or 'processing_time'."""
+    """Where a row's time comes from. kind: 'timestamp', 'epoch_ms' (LONG milliseconds) or 'processing_time'.
+
+    `rounded`: an epoch-ms column of a fractional type (DOUBLE, FLOAT, DECIMAL), whose times are
+    rounded to the closest millisecond (halves away from zero) before any window sees them (QX-20).
+    """
 
     name: str | None
     kind: str
+    rounded: bool = False
 
     @property
     def unit_micros(self) -> int:
         return 1_000 if self.kind == "epoch_ms" else 1
+
+    def epoch_ms_sql(self) -> str:
+        """Spark SQL for an epoch-ms row time as whole milliseconds (NULL for NaN, infinities, overflow)."""
+        column = f"`{self.name}`"
+        return f"TRY_CAST(round({column}) AS BIGINT)" if self.rounded else column
 
 
 @dataclass(frozen=True)
@@ -424,8 +435,11 @@ def _time_column(node: WindowTVF, descriptor: Descriptor | None, columns: dict[s
         return TimeColumn(inner.name, "timestamp")
     if type_name in EPOCH_MS_TYPES:
         return TimeColumn(inner.name, "epoch_ms")
+    if type_name in FRACTIONAL_MS_TYPES or type_name.startswith("decimal"):
+        return TimeColumn(inner.name, "epoch_ms", rounded=True)  # finer than 1 ms: rounded (QX-20)
     _fail(f"Time column {inner.name} is {type_name.upper()}, not a time", inner,
-          "a TIMESTAMP column, or a LONG column of epoch milliseconds", text=inner.name)
+          "a TIMESTAMP column, or a column of epoch milliseconds (LONG; DOUBLE or DECIMAL are rounded to the ms)",
+          text=inner.name)
 
 
 def _type_of(name: str, columns: dict[str, str]) -> str | None:

@@ -60,3 +60,21 @@ def test_epoch_ms_results_stay_epoch_ms(sw, spark):
                  "TUMBLE(TABLE api_qx03, DESCRIPTOR(timestamp), INTERVAL 10 SECONDS) "
                  "GROUP BY window_start, window_end").collect()[0]
     assert (row["value"], row["start"], row["end"]) == (9999, 10000, 20000)
+
+
+def test_a_double_epoch_ms_time_is_rounded_to_the_closest_millisecond(sw, spark):
+    # QX-20: 9999.4 ms is 9999 ([0, 10000)), 9999.5 is 10000 ([10000, 20000)); NaN is no time.
+    # The same in complete input (native arithmetic, session_window, count windows) and in a replay.
+    rows = [("k", 9999.4, 1), ("k", 9999.5, 2), ("k", float("nan"), 3)]
+    spark.createDataFrame(rows, "key string, ms double, n int").createOrReplaceTempView("api_qx20")
+    tumble = ("SELECT window_start, window_end, sum(n) AS n FROM TUMBLE(TABLE api_qx20 PARTITION BY key{options}, "
+              "DESCRIPTOR(ms), 10000) GROUP BY key, window_start, window_end")
+    assert sorted(tuple(r) for r in sw.sql(tumble.format(options="")).collect()) == [(0, 10000, 1), (10000, 20000, 2)]
+    replayed = sw.sql(tumble.format(options=" WITH (arrival_order = n)")).collect()
+    assert sorted((r["window_start"], r["window_end"], r["n"]) for r in replayed) == [(0, 10000, 1), (10000, 20000, 2)]
+    session = sw.sql("SELECT window_start, window_end FROM SESSION(TABLE api_qx20 PARTITION BY key, DESCRIPTOR(ms), 1) "
+                     "GROUP BY key, window_start, window_end").collect()
+    assert sorted(tuple(r) for r in session) == [(9999, 10000), (10000, 10001)]
+    count = sw.sql("SELECT window_start, window_end FROM COUNT_WINDOW(TABLE api_qx20 ORDER BY n, DESCRIPTOR(ms), 2) "
+                   "GROUP BY window_start, window_end").collect()
+    assert [tuple(r) for r in count] == [(9999, 10000)]

@@ -51,6 +51,15 @@ def test_epoch_ms_time_column_is_recognised():
     assert relation.time.kind == "epoch_ms"
 
 
+@pytest.mark.parametrize("type_name", ["double", "float", "decimal(16,3)"])
+def test_a_fractional_epoch_ms_column_is_rounded_to_the_millisecond(type_name):
+    # QX-20: time finer than a millisecond is rounded to the closest millisecond.
+    relation = build_plan("SELECT * FROM TUMBLE(TABLE f, DESCRIPTOR(ms), INTERVAL 1 SECOND)",
+                          {"f": {"ms": type_name}}.get).windows[0]
+    assert (relation.time.kind, relation.time.rounded) == ("epoch_ms", True)
+    assert relation.time.epoch_ms_sql() == "TRY_CAST(round(`ms`) AS BIGINT)"
+
+
 def test_emit_clause_is_read_whole():
     emit = plan(
         "SELECT k, window_start, window_end, count(*) FROM TUMBLE(TABLE t PARTITION BY k, DESCRIPTOR(ts), "

@@ -126,16 +126,20 @@ def _alias(relation: WindowRelation) -> str:
 
 
 class _Time:
-    """Arithmetic on a time column in its own unit: microseconds for TIMESTAMP, ms for epoch-ms LONG."""
+    """Arithmetic on a time column in its own unit: microseconds for TIMESTAMP, ms for epoch-ms LONG
+    (a DOUBLE / DECIMAL epoch-ms column rounded to the closest millisecond first)."""
 
     def __init__(self, time: TimeColumn):
         self.column = f"`{time.name}`"
         self.epoch_ms = time.kind == "epoch_ms"
+        self._value = time.epoch_ms_sql() if self.epoch_ms else f"unix_micros({self.column})"
+        # Rows without a time join no window (a rounded time is also NULL for NaN and infinities).
+        self.present = f"{self._value} IS NOT NULL" if time.rounded else f"{self.column} IS NOT NULL"
 
     @property
     def value(self) -> str:
         """The row's time as a number in the column's unit."""
-        return self.column if self.epoch_ms else f"unix_micros({self.column})"
+        return self._value
 
     def duration(self, micros: int) -> int:
         return micros // 1_000 if self.epoch_ms else micros
@@ -213,11 +217,11 @@ def _annotate_fixed(relation: WindowRelation, w: Tumble | Hop, src: str) -> tupl
     candidates = -(-size // step)  # ceil: how many windows can hold one instant
     latest = f"{time.value} - pmod({time.value} - {offset}, {step})"
     if candidates == 1:
-        inner = f"SELECT *, {latest} AS __s FROM {src} WHERE {time.column} IS NOT NULL"
+        inner = f"SELECT *, {latest} AS __s FROM {src} WHERE {time.present}"
     else:
         inner = (
             f"SELECT *, {latest} - __i * {step} AS __s FROM {src} "
-            f"LATERAL VIEW explode(sequence(0, {candidates - 1})) AS __i WHERE {time.column} IS NOT NULL"
+            f"LATERAL VIEW explode(sequence(0, {candidates - 1})) AS __i WHERE {time.present}"
         )
     sql = (
         f"SELECT {_star_except(relation, '__s', *(['__i'] if candidates > 1 else []))}, "
@@ -235,7 +239,7 @@ def _annotate_cumulate(relation: WindowRelation, w: Cumulate, src: str) -> tuple
     first_j = f"CAST(floor(({time.value} - __b) / {step}) AS BIGINT) + 1"
     sql = (
         f"SELECT {_star_except(relation, '__b', '__j')}, {time.window_columns('__b', f'__b + __j * {step}')} FROM ("
-        f"SELECT *, {base} AS __b FROM {src} WHERE {time.column} IS NOT NULL) __c "
+        f"SELECT *, {base} AS __b FROM {src} WHERE {time.present}) __c "
         f"LATERAL VIEW explode(sequence({first_j}, {max_size // step})) AS __j"
     )
     return sql, "native arithmetic + explode(sequence) over the cumulating steps"
@@ -248,7 +252,7 @@ def _annotate_session(relation: WindowRelation, w: Session, src: str) -> tuple[s
     # A row starts a new session when it is a full gap (or more) after the previous row.
     starts = (
         f"SELECT *, CASE WHEN {time.value} - lag({time.value}) OVER ({order}) < {gap} THEN 0 ELSE 1 END AS __new "
-        f"FROM {src} WHERE {time.column} IS NOT NULL"
+        f"FROM {src} WHERE {time.present}"
     )
     numbered = f"SELECT *, sum(__new) OVER ({order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __sid FROM ({starts})"
     session = _partition_clause(relation, "__sid")
@@ -270,8 +274,8 @@ def _annotate_slide(relation: WindowRelation, w: Slide, src: str) -> tuple[str, 
     # One window per distinct (key, time); each holds the rows of its key in [time - size, time].
     key_match = " AND ".join(f"__r.{_key(k)} <=> __w.{_key(k)}" for k in keys)
     key_cols = ", ".join(f"{k} AS {_key(k)}" for k in keys)
-    windows = f"SELECT DISTINCT {key_cols + ', ' if key_cols else ''}{time.value} AS __end FROM {src} WHERE {time.column} IS NOT NULL"
-    rows = f"SELECT *{', ' + key_cols if key_cols else ''}, {time.value} AS __t FROM {src} WHERE {time.column} IS NOT NULL"
+    windows = f"SELECT DISTINCT {key_cols + ', ' if key_cols else ''}{time.value} AS __end FROM {src} WHERE {time.present}"
+    rows = f"SELECT *{', ' + key_cols if key_cols else ''}, {time.value} AS __t FROM {src} WHERE {time.present}"
     join = f"{key_match + ' AND ' if key_match else ''}__r.__t BETWEEN __w.__end - {size} AND __w.__end"
     drop = ", ".join(["__t", *(_key(k) for k in keys)])
     sql = (
@@ -331,7 +335,7 @@ def _annotate_count(relation: WindowRelation, w: CountWindow, src: str) -> tuple
 def _count_bounds(relation: WindowRelation) -> str:
     """What window_start / window_end of a count window show: the first / last row's time."""
     if relation.time is not None:
-        return f"`{relation.time.name}`"
+        return relation.time.epoch_ms_sql() if relation.time.kind == "epoch_ms" else f"`{relation.time.name}`"
     first = _count_order(relation).split(", ")[0]
     return first.rsplit(" ", 1)[0] if first.upper().endswith((" ASC", " DESC")) else first
 
@@ -471,7 +475,7 @@ def _rewrite_fixed(ast: exp.Expr, agg: WindowAggregation, strip: t.Callable) -> 
 def _rewrite_session(ast: exp.Expr, agg: WindowAggregation, strip: t.Callable) -> tuple[exp.Expr, str]:
     relation = agg.relation
     time = _Time(relation.time)
-    ts = f"timestamp_millis({time.column})" if time.epoch_ms else time.column
+    ts = f"timestamp_millis({time.value})" if time.epoch_ms else time.column
     # Spark merges sessions that only touch; sqlwin's sessions split rows exactly one gap
     # apart (BW-07). At microsecond resolution a gap one microsecond shorter draws exactly
     # that line, and the session end is then moved back out by that microsecond.

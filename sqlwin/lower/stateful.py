@@ -359,8 +359,8 @@ def _time_micros(rel: WindowRelation) -> str:
     time = rel.time
     if time is None or time.kind == "processing_time":
         return "CAST(NULL AS BIGINT)"
-    if time.kind == "epoch_ms":
-        return f"CAST(`{time.name}` AS BIGINT) * 1000"
+    if time.kind == "epoch_ms":  # a DOUBLE / DECIMAL one rounded to the closest millisecond (QX-20)
+        return f"CAST({time.epoch_ms_sql()} AS BIGINT) * 1000"
     return f"unix_micros(`{time.name}`)"
 
 
