@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+from pyspark.sql import functions as F
 from pyspark.sql.streaming import StatefulProcessor
 
 from sqlwin.errors import SqlwinUsageError
@@ -278,26 +279,31 @@ def start_stream(sw: "Sqlwin", query_text: str, sources: dict[str, t.Any], sink:
 
 
 def _sink_writer(sw: "Sqlwin", stateful: StatefulQuery, handle: StreamingWindowQuery):
-    """foreachBatch: project one micro-batch of records into the result and late sinks."""
+    """foreachBatch: project one micro-batch of records into the result and late sinks.
+
+    Two Spark jobs per batch when it emits (one more with late rows): one pass that caches the
+    operator's records and collects the progress stats and how many records of each kind there
+    are, then one write per sink that has rows -- no global sort (one output file, sorted within
+    it by emission order) and no count job (the written file's footer says how many rows).
+    """
 
     def write(records_df: "DataFrame", batch_id: int) -> None:
         spark = records_df.sparkSession
         records_df = records_df.persist()
-        for row in records_df.where("__kind = 'stats'").select("__etime", "__windex", "__wstart", "__wend",
-                                                                 "__late_by").collect():
-            handle.bucket_stats[row[0]] = (row[1] or 0, row[2], row[3], row[4] or 0)
         name = f"__sqlwin_batch_{uuid.uuid4().hex[:12]}"
-        records_df.createOrReplaceTempView(name)
         try:
+            kinds = _summarise(records_df, handle)
+            records_df.createOrReplaceTempView(name)
             typed = f"({stateful.typed_emissions_sql(name)})"
-            result = spark.sql(stateful.result_sql(typed)).orderBy("__seq").drop("__batch", "__seq")
-            handle.result_schema = result.schema
-            written = _write_batch(result, handle.sink, batch_id)
+            result = spark.sql(stateful.result_sql(typed)).drop("__batch")
+            handle.result_schema = result.drop("__seq").schema
+            written = _write_batch(result, handle.sink, batch_id, kinds.get("emit", 0), order="__seq")
             late = 0
             if handle.late_sink:
                 late_rows = spark.sql(stateful.late_sql(name)).drop("__batch")
                 handle.late_schema = late_rows.schema
-                late = _write_batch(late_rows, handle.late_sink, batch_id)
+                late = _write_batch(late_rows, handle.late_sink, batch_id,
+                                    kinds.get("late", 0) + kinds.get("rejected", 0))
             handle.batches.append({"batch": batch_id, "results": written, "late": late})
         finally:
             spark.catalog.dropTempView(name)
@@ -306,18 +312,42 @@ def _sink_writer(sw: "Sqlwin", stateful: StatefulQuery, handle: StreamingWindowQ
     return write
 
 
-def _write_batch(frame: "DataFrame", sink: str, batch_id: int) -> int:
-    frame = frame.persist()
-    try:
-        count = frame.count()
-        target = Path(sink) / f"batch_id={batch_id}"
+def _summarise(records_df: "DataFrame", handle: StreamingWindowQuery) -> dict[str, int]:
+    """One pass over the batch's records: keep each bucket's stats record, count the other kinds."""
+    kinds = ("emit", "late", "rejected")
+    stats = F.struct("__etime", "__windex", "__wstart", "__wend", "__late_by")
+    summary = records_df.agg(
+        F.collect_list(F.when(F.col("__kind") == "stats", stats)).alias("stats"),
+        *(F.count_if(F.col("__kind") == kind).alias(kind) for kind in kinds)).first()
+    for bucket, open_windows, low, high, late in summary["stats"]:
+        handle.bucket_stats[bucket] = (open_windows or 0, low, high, late or 0)
+    return {kind: summary[kind] for kind in kinds}
+
+
+def _write_batch(frame: "DataFrame", sink: str, batch_id: int, records: int, order: str | None = None) -> int:
+    """Write (or replace) `sink/batch_id=N/` as one parquet file; how many rows it holds.
+
+    `records`: how many operator records feed `frame` -- none means nothing to write (and a
+    re-run of the batch that now emits nothing removes what the first run wrote).
+    """
+    target = Path(sink) / f"batch_id={batch_id}"
+    if records:
+        one_file = frame.coalesce(1)
+        if order:
+            one_file = one_file.sortWithinPartitions(order).drop(order)
+        one_file.write.mode("overwrite").parquet(str(target))
+        count = _parquet_rows(target)
         if count:
-            frame.coalesce(1).write.mode("overwrite").parquet(str(target))
-        elif target.exists():
-            shutil.rmtree(target)  # a re-run of the batch that now emits nothing
-        return count
-    finally:
-        frame.unpersist()
+            return count
+    if target.exists():
+        shutil.rmtree(target)
+    return 0
+
+
+def _parquet_rows(directory: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return sum(pq.ParquetFile(part).metadata.num_rows for part in directory.glob("*.parquet"))
 
 
 def _read_directory(spark, path: str, source_format: str, options: dict[str, str]) -> "DataFrame":
