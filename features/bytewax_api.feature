@@ -77,3 +77,272 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
       SELECT * FROM SESSION(TABLE events PARTITION BY user, DESCRIPTOR(ts), INTERVAL 0 MINUTES)
       """
     Then it fails with a validation error at line 1, column 71: "GAP must be positive"
+
+  @BX-01
+  Scenario: Collecting a window's rows: in timestamp order, or in arrival order
+    # collect_window gathers a window's values into a list in timestamp order, or in upstream
+    # (arrival) order with ordered=False. In SQL collect_list(v) (or array_agg(v)) lists a
+    # window's non-NULL values in timestamp order, ties in arrival order; array_agg(v ORDER BY
+    # col) (or collect_list(v) WITHIN GROUP (ORDER BY col)) orders them by any column, so ORDER BY
+    # the column that records arrival is arrival order. The document gives no data: this table
+    # records six rows with their arrival number, out of timestamp order.
+    Given the table "events":
+      | user | item  | ts                  | arrival |
+      | u1   | apple | 2023-12-14 00:05:00 | 1       |
+      | u2   | plum  | 2023-12-14 00:20:00 | 2       |
+      | u1   | pear  | 2023-12-14 00:01:00 | 3       |
+      | u1   | fig   | 2023-12-14 00:03:00 | 4       |
+      | u2   | lime  | 2023-12-14 00:10:00 | 5       |
+      | u1   | kiwi  | 2023-12-14 01:10:00 | 6       |
+    When I run the query:
+      """
+      SELECT user, window_start, window_end, collect_list(item) AS in_time_order,
+             array_agg(item ORDER BY arrival) AS in_arrival_order
+      FROM TUMBLE(TABLE events PARTITION BY user, DESCRIPTOR(ts), INTERVAL 1 HOUR)
+      GROUP BY user, window_start, window_end
+      """
+    Then the result is:
+      | user | window_start        | window_end          | in_time_order      | in_arrival_order   |
+      | u1   | 2023-12-14 00:00:00 | 2023-12-14 01:00:00 | [pear, fig, apple] | [apple, pear, fig] |
+      | u1   | 2023-12-14 01:00:00 | 2023-12-14 02:00:00 | [kiwi]             | [kiwi]             |
+      | u2   | 2023-12-14 00:00:00 | 2023-12-14 01:00:00 | [lime, plum]       | [plum, lime]       |
+
+  @BX-01
+  Scenario Outline: A stream collects each window in timestamp order and in arrival order (<mode>)
+    # The same two lists from a stream: the rows of [00:00, 01:00) arrive out of order (within
+    # Bytewax's 10-minute wait, so none is late); kiwi's 01:10 closes the window.
+    Given the stream "events", arriving in this order:
+      | user | item  | ts                  |
+      | u1   | apple | 2023-12-14 00:05:00 |
+      | u1   | pear  | 2023-12-14 00:01:00 |
+      | u1   | fig   | 2023-12-14 00:03:00 |
+      | u1   | kiwi  | 2023-12-14 01:10:00 |
+    When I run the query in <mode> mode:
+      """
+      SELECT user, window_start, window_end, collect_list(item) AS in_time_order,
+             array_agg(item ORDER BY arrival) AS in_arrival_order
+      FROM TUMBLE(TABLE events PARTITION BY user WATERMARK ts DELAY OF INTERVAL 10 MINUTES
+                    WITH (lateness_rule = 'before_watermark', arrival_order = arrival),
+                  DESCRIPTOR(ts), INTERVAL 1 HOUR)
+      GROUP BY user, window_start, window_end
+      """
+    Then each result is emitted after batch:
+      | user | window_start        | window_end          | in_time_order      | in_arrival_order   | after batch |
+      | u1   | 2023-12-14 00:00:00 | 2023-12-14 01:00:00 | [pear, fig, apple] | [apple, pear, fig] | 4           |
+      | u1   | 2023-12-14 01:00:00 | 2023-12-14 02:00:00 | [kiwi]             | [kiwi]             | end         |
+
+    Examples:
+      | mode      |
+      | replay    |
+      | streaming |
+
+  @BX-02
+  Scenario: Counting occurrences per key per window
+    # count_window counts a window's items by a key function (items to a string key) and emits
+    # (key, count) per window. In SQL the key function is an expression to GROUP BY, here
+    # lower(word), and the count is count(*). The document gives no data: this table is ours.
+    Given the table "words":
+      | word  | ts                  |
+      | Apple | 2023-12-14 00:01:00 |
+      | pear  | 2023-12-14 00:07:00 |
+      | apple | 2023-12-14 00:20:00 |
+      | APPLE | 2023-12-14 01:05:00 |
+      | pear  | 2023-12-14 01:15:00 |
+      | pear  | 2023-12-14 01:30:00 |
+    When I run the query:
+      """
+      SELECT lower(word) AS word, window_start, window_end, count(*) AS count
+      FROM TUMBLE(TABLE words, DESCRIPTOR(ts), INTERVAL 1 HOUR, TIMESTAMP '2023-12-14 00:00:00')
+      GROUP BY lower(word), window_start, window_end
+      """
+    Then the result is:
+      | word  | window_start        | window_end          | count |
+      | apple | 2023-12-14 00:00:00 | 2023-12-14 01:00:00 | 2     |
+      | pear  | 2023-12-14 00:00:00 | 2023-12-14 01:00:00 | 1     |
+      | apple | 2023-12-14 01:00:00 | 2023-12-14 02:00:00 | 1     |
+      | pear  | 2023-12-14 01:00:00 | 2023-12-14 02:00:00 | 2     |
+
+  @BX-05
+  Scenario: The row with the largest or smallest value of an expression: max_by and min_by
+    # max_window / min_window emit the value whose `by` key is largest / smallest. In SQL that is
+    # max_by(value, by) / min_by(value, by), where `by` is any expression: the reading closest
+    # to 20 degrees is min_by(reading, abs(temp - 20)). The document gives no data: this table
+    # is ours (no ties).
+    Given the table "readings":
+      | sensor | reading | temp | ts                  |
+      | s1     | r1      | 16.0 | 2023-12-14 00:05:00 |
+      | s1     | r2      | 23.0 | 2023-12-14 00:15:00 |
+      | s1     | r3      | 21.0 | 2023-12-14 00:40:00 |
+      | s1     | r4      | 15.0 | 2023-12-14 01:10:00 |
+      | s2     | r5      | 30.0 | 2023-12-14 00:30:00 |
+    When I run the query:
+      """
+      SELECT sensor, window_start, window_end,
+             max_by(reading, temp) AS hottest, min_by(reading, temp) AS coldest,
+             min_by(reading, abs(temp - 20)) AS closest_to_20
+      FROM TUMBLE(TABLE readings PARTITION BY sensor, DESCRIPTOR(ts), INTERVAL 1 HOUR)
+      GROUP BY sensor, window_start, window_end
+      """
+    Then the result is:
+      | sensor | window_start        | window_end          | hottest | coldest | closest_to_20 |
+      | s1     | 2023-12-14 00:00:00 | 2023-12-14 01:00:00 | r2      | r1      | r3            |
+      | s1     | 2023-12-14 01:00:00 | 2023-12-14 02:00:00 | r4      | r4      | r4            |
+      | s2     | 2023-12-14 00:00:00 | 2023-12-14 01:00:00 | r5      | r5      | r5            |
+
+  @BX-06
+  Scenario: Window metadata of sliding windows: open time inclusive, close time exclusive
+    # WindowMetadata.open_time is window_start and close_time is window_end; for sliding and
+    # tumbling windows the close time is exclusive: c at 01:00 is in [01:00, 02:00), not in
+    # [00:00, 01:00). The document gives no data: this table is ours.
+    Given the table "events":
+      | id | ts                  |
+      | a  | 2023-12-14 00:00:00 |
+      | b  | 2023-12-14 00:59:59 |
+      | c  | 2023-12-14 01:00:00 |
+    When I run the query:
+      """
+      SELECT window_start AS open_time, window_end AS close_time, collect_list(id) AS ids
+      FROM HOP(TABLE events, DESCRIPTOR(ts), INTERVAL 30 MINUTES, INTERVAL 1 HOUR, TIMESTAMP '2023-12-14 00:00:00')
+      GROUP BY window_start, window_end
+      """
+    Then the result is:
+      | open_time           | close_time          | ids    |
+      | 2023-12-13 23:30:00 | 2023-12-14 00:30:00 | [a]    |
+      | 2023-12-14 00:00:00 | 2023-12-14 01:00:00 | [a, b] |
+      | 2023-12-14 00:30:00 | 2023-12-14 01:30:00 | [b, c] |
+      | 2023-12-14 01:00:00 | 2023-12-14 02:00:00 | [c]    |
+
+  @BX-06
+  Scenario: Window metadata of sessions: the close time is inclusive, the last row's time
+    # For SessionWindower close_time is inclusive: the session's last row. sqlwin's window_end is
+    # last row + gap (BW-07, as Apex, Spark and Flink), so the inclusive close time is max(ts),
+    # or window_end - gap; open_time is window_start, the first row. Our data, gap 30 minutes.
+    Given the table "events":
+      | user | ts                  |
+      | u    | 2023-12-14 00:00:00 |
+      | u    | 2023-12-14 00:10:00 |
+      | u    | 2023-12-14 00:50:00 |
+    When I run the query:
+      """
+      SELECT user, window_start AS open_time, max(ts) AS close_time,
+             window_end - INTERVAL 30 MINUTES AS also_close_time, window_end
+      FROM SESSION(TABLE events PARTITION BY user, DESCRIPTOR(ts), INTERVAL 30 MINUTES)
+      GROUP BY user, window_start, window_end
+      """
+    Then the result is:
+      | user | open_time           | close_time          | also_close_time     | window_end          |
+      | u    | 2023-12-14 00:00:00 | 2023-12-14 00:10:00 | 2023-12-14 00:10:00 | 2023-12-14 00:40:00 |
+      | u    | 2023-12-14 00:50:00 | 2023-12-14 00:50:00 | 2023-12-14 00:50:00 | 2023-12-14 01:20:00 |
+
+  @BX-06
+  Scenario Outline: Merged sessions: the changelog retracts the sessions merged into a new one (<mode>)
+    # WindowMetadata.merged_ids lists the windows merged into a window before it closed. sqlwin's
+    # windows have no ids: a window is its key, window_start and window_end. With EMIT CHANGES
+    # RETRACTING every change is in the changelog (`op`), and a merge shows as a '-D' for each
+    # session merged away (its bounds and last values) followed by the '+I' of the merged session:
+    # the '-D' rows are Bytewax's merged_ids. (Bytewax keeps one of the ids as the merged
+    # window's; sqlwin's merged session is a new window.) With EMIT FINAL, as Bytewax emits, a
+    # merge that happens before the close is not visible: only the merged session comes out.
+    # Our data, gap 30 minutes: B at 00:20 arrives after A and C and bridges their sessions.
+    Given the stream "events", arriving in this order:
+      | user | id | ts                  |
+      | u    | A  | 2023-12-14 00:00:00 |
+      | u    | C  | 2023-12-14 00:40:00 |
+      | u    | B  | 2023-12-14 00:20:00 |
+    When I run the query in <mode> mode:
+      """
+      SELECT user, window_start, window_end, collect_list(id) AS ids
+      FROM SESSION(TABLE events PARTITION BY user WATERMARK ts DELAY OF INTERVAL 30 MINUTES
+                     WITH (lateness_rule = 'before_watermark', arrival_order = arrival),
+                   DESCRIPTOR(ts), INTERVAL 30 MINUTES)
+      GROUP BY user, window_start, window_end
+      EMIT CHANGES RETRACTING
+      """
+    Then each result is emitted after batch:
+      | user | window_start        | window_end          | ids       | op | after batch |
+      | u    | 2023-12-14 00:00:00 | 2023-12-14 00:30:00 | [A]       | +I | 1           |
+      | u    | 2023-12-14 00:40:00 | 2023-12-14 01:10:00 | [C]       | +I | 2           |
+      | u    | 2023-12-14 00:00:00 | 2023-12-14 00:30:00 | [A]       | -D | 3           |
+      | u    | 2023-12-14 00:40:00 | 2023-12-14 01:10:00 | [C]       | -D | 3           |
+      | u    | 2023-12-14 00:00:00 | 2023-12-14 01:10:00 | [A, B, C] | +I | 3           |
+
+    Examples:
+      | mode      |
+      | replay    |
+      | streaming |
+
+  @BX-07
+  Scenario Outline: ⚠ Late rows come out on their own, with each window they were late for (<mode>)
+    # The API's `late` stream carries each late item with the id of the window it was late for;
+    # the concepts page says Bytewax only logs and discards late values. sqlwin encodes the API:
+    # LATE ROWS INTO names a table of the late rows, one row per missed window (window_start /
+    # window_end), with late_by. Bytewax's rule: a row before the watermark is late
+    # (lateness_rule = 'before_watermark'); wait 10 minutes. One-hour windows every 30 minutes:
+    # `late` at 00:45 missed [00:00, 01:00) and [00:30, 01:30); the second never held a row, so
+    # it is named only here (as the API warns: "window IDs here that were never in the down or
+    # meta streams"). Our data.
+    Given the stream "events", arriving in this order:
+      | user | id   | ts                  |
+      | u    | a    | 2023-12-14 00:10:00 |
+      | u    | b    | 2023-12-14 01:40:00 |
+      | u    | late | 2023-12-14 00:45:00 |
+    When I run the query in <mode> mode:
+      """
+      SELECT user, window_start, window_end, count(*) AS events
+      FROM HOP(TABLE events PARTITION BY user WATERMARK ts DELAY OF INTERVAL 10 MINUTES
+                 WITH (lateness_rule = 'before_watermark', arrival_order = arrival),
+               DESCRIPTOR(ts), INTERVAL 30 MINUTES, INTERVAL 1 HOUR)
+      GROUP BY user, window_start, window_end
+      LATE ROWS INTO late_events
+      """
+    Then each result is emitted after batch:
+      | user | window_start        | window_end          | events | after batch |
+      | u    | 2023-12-13 23:30:00 | 2023-12-14 00:30:00 | 1      | 2           |
+      | u    | 2023-12-14 00:00:00 | 2023-12-14 01:00:00 | 1      | 2           |
+      | u    | 2023-12-14 01:00:00 | 2023-12-14 02:00:00 | 1      | end         |
+      | u    | 2023-12-14 01:30:00 | 2023-12-14 02:30:00 | 1      | end         |
+    And the late rows are:
+      | user | id   | ts                  | late_by:double | window_start        | window_end          |
+      | u    | late | 2023-12-14 00:45:00 | 2700           | 2023-12-14 00:00:00 | 2023-12-14 01:00:00 |
+      | u    | late | 2023-12-14 00:45:00 | 2700           | 2023-12-14 00:30:00 | 2023-12-14 01:30:00 |
+
+    Examples:
+      | mode      |
+      | replay    |
+      | streaming |
+
+  @BX-07
+  Scenario Outline: ⚠ A late session row has no window to name: NULL, Bytewax's LATE_SESSION_ID (<mode>)
+    # Sessions are made by their rows, so a late row cannot name the session it missed: Bytewax
+    # sends it with the sentinel LATE_SESSION_ID, sqlwin with NULL window_start / window_end.
+    # Gap 30 minutes, wait 10 minutes: b's 01:00 moves the watermark to 00:50 and closes a's
+    # session; x at 00:20 would have joined that session and y at 00:45 b's open one, but both
+    # are before the watermark. Our data.
+    Given the stream "events", arriving in this order:
+      | user | id | ts                  | batch |
+      | u    | a  | 2023-12-14 00:00:00 | 1     |
+      | u    | b  | 2023-12-14 01:00:00 | 2     |
+      | u    | x  | 2023-12-14 00:20:00 | 3     |
+      | u    | y  | 2023-12-14 00:45:00 | 3     |
+    When I run the query in <mode> mode:
+      """
+      SELECT user, window_start, window_end, count(*) AS events
+      FROM SESSION(TABLE events PARTITION BY user WATERMARK ts DELAY OF INTERVAL 10 MINUTES
+                     WITH (lateness_rule = 'before_watermark', arrival_order = arrival, arrival_batch = batch),
+                   DESCRIPTOR(ts), INTERVAL 30 MINUTES)
+      GROUP BY user, window_start, window_end
+      LATE ROWS INTO late_events
+      """
+    Then each result is emitted after batch:
+      | user | window_start        | window_end          | events | after batch |
+      | u    | 2023-12-14 00:00:00 | 2023-12-14 00:30:00 | 1      | 2           |
+      | u    | 2023-12-14 01:00:00 | 2023-12-14 01:30:00 | 1      | end         |
+    And the late rows are:
+      | user | id | ts                  | late_by:double | window_start | window_end | reason |
+      | u    | x  | 2023-12-14 00:20:00 | 1800           | NULL         | NULL       | late   |
+      | u    | y  | 2023-12-14 00:45:00 | 300            | NULL         | NULL       | late   |
+
+    Examples:
+      | mode      |
+      | replay    |
+      | streaming |

@@ -124,6 +124,49 @@ Feature: Bytewax clocks, watermarks and late data (seeds/000_b053eec30e33ac17.tx
       | replay    |
       | streaming |
 
+  @BW-08
+  Scenario Outline: ⚠ A row arriving out of order that bridges two sessions merges them (<mode>)
+    # The document: "Currently, session windows do not support out-of-order data. Out of order
+    # data will be placed in their own sessions rather than merging adjacent sessions." That is a
+    # Bytewax limitation; sqlwin merges instead (as Apex's AP-05 and Spark do): a row that
+    # arrives late but not before the watermark joins, extends and bridges sessions. The
+    # document's rows with a 30-minute gap and wait, plus X at 00:30, which arrives after 2A:
+    # the watermark is then 00:20, X is on time, and its [00:30, 01:00) overlaps [00:00, 00:45)
+    # and [00:50, 01:20), so the first two sessions become one. 3A, exactly one gap after 2B,
+    # starts its own session (BW-07). 4A moves the watermark to 02:10 and closes both.
+    # A row before the watermark is late and joins nothing (BX-07).
+    Given the stream "events", arriving in this order:
+      | user | id | ts                  | batch |
+      | u    | 1A | 2023-12-14 00:00:00 | 1     |
+      | u    | 1B | 2023-12-14 00:10:00 | 1     |
+      | u    | 1C | 2023-12-14 00:15:00 | 1     |
+      | u    | 2A | 2023-12-14 00:50:00 | 2     |
+      | u    | X  | 2023-12-14 00:30:00 | 3     |
+      | u    | 2B | 2023-12-14 01:00:00 | 4     |
+      | u    | 3A | 2023-12-14 01:30:00 | 4     |
+      | u    | 4A | 2023-12-14 02:40:00 | 5     |
+    When I run the query in <mode> mode:
+      """
+      SELECT user, window_start, window_end, collect_list(id) AS ids
+      FROM SESSION(TABLE events PARTITION BY user WATERMARK ts DELAY OF INTERVAL 30 MINUTES
+                     WITH (watermark_strategy = 'max_event_time', lateness_rule = 'before_watermark',
+                           arrival_order = arrival, arrival_batch = batch),
+                   DESCRIPTOR(ts), INTERVAL 30 MINUTES)
+      GROUP BY user, window_start, window_end
+      LATE ROWS INTO late_events
+      """
+    Then each result is emitted after batch:
+      | user | window_start        | window_end          | ids                          | after batch |
+      | u    | 2023-12-14 00:00:00 | 2023-12-14 01:30:00 | [1A, 1B, 1C, X, 2A, 2B]      | 5           |
+      | u    | 2023-12-14 01:30:00 | 2023-12-14 02:00:00 | [3A]                         | 5           |
+      | u    | 2023-12-14 02:40:00 | 2023-12-14 03:10:00 | [4A]                         | end         |
+    And no row is late
+
+    Examples:
+      | mode      |
+      | replay    |
+      | streaming |
+
   @BW-09
   Scenario Outline: Each key has its own clock: another key's rows never close a key's window (<mode>)
     # bob's row two hours later moves only bob's watermark; alice's late-arriving 00:20 still

@@ -447,6 +447,33 @@ class SqlwinGenerator(SparkGenerator):
             sql += f" {self.sql(expression, 'watermark')}"
         return sql
 
+    def arrayagg_sql(self, expression: exp.ArrayAgg) -> str:
+        """`array_agg(v ORDER BY k [DESC] [NULLS FIRST|LAST], ...)`, which Spark cannot write (its
+        collect_list has no order): the non-NULL values' (keys, value) structs collected, sorted by
+        a comparator over the keys, and the values kept."""
+        order = expression.this
+        if not isinstance(order, exp.Order):
+            return super().arrayagg_sql(expression)
+        value = order.this
+        distinct = isinstance(value, exp.Distinct)
+        if distinct:
+            value = value.expressions[0]
+        keys, value_sql = order.expressions, self.sql(value)
+        fields = [*(f"'__k{i}', {self.sql(key, 'this')}" for i, key in enumerate(keys)), f"'__v', {value_sql}"]
+        item = f"IF({value_sql} IS NULL, NULL, named_struct({', '.join(fields)}))"
+        cases = []
+        for i, key in enumerate(keys):
+            descending = bool(key.args.get("desc"))
+            nulls_first = key.args.get("nulls_first")
+            nulls_first = (not descending) if nulls_first is None else bool(nulls_first)
+            left, right, null, less = f"__l.__k{i}", f"__r.__k{i}", -1 if nulls_first else 1, 1 if descending else -1
+            cases += [f"WHEN {left} IS NULL AND {right} IS NOT NULL THEN {null}",
+                      f"WHEN {left} IS NOT NULL AND {right} IS NULL THEN {-null}",
+                      f"WHEN {left} < {right} THEN {less}", f"WHEN {left} > {right} THEN {-less}"]
+        comparator = f"(__l, __r) -> CASE {' '.join(cases)} ELSE 0 END"
+        sql = f"transform(array_sort(collect_list({item}), {comparator}), __x -> __x.__v)"
+        return f"array_distinct({sql})" if distinct else sql
+
 
 class Sqlwin(Spark):
     """Spark SQL plus sqlwin's windowing extensions."""
@@ -471,7 +498,19 @@ def parse(sql: str) -> list[exp.Expr]:
                                 query=sql) from None
     if not statements:
         raise SqlwinSyntaxError("The query is empty", hint="a SELECT statement", query=sql)
+    for statement in statements:
+        _one_ordered_collect_form(statement)
     return statements
+
+
+def _one_ordered_collect_form(statement: exp.Expr) -> None:
+    """`collect_list(v) WITHIN GROUP (ORDER BY k)` becomes `array_agg(v ORDER BY k)`: one node shape
+    (ArrayAgg over an Order) for the lowerings to read."""
+    for node in list(statement.find_all(exp.WithinGroup)):
+        agg, order = node.this, node.expression
+        if isinstance(agg, exp.ArrayAgg) and not isinstance(agg.this, exp.Order) and isinstance(order, exp.Order):
+            agg.set("this", exp.Order(this=agg.this, expressions=order.expressions))
+            node.replace(agg)
 
 
 def parse_one(sql: str) -> exp.Expr:

@@ -78,3 +78,36 @@ def test_a_double_epoch_ms_time_is_rounded_to_the_closest_millisecond(sw, spark)
     count = sw.sql("SELECT window_start, window_end FROM COUNT_WINDOW(TABLE api_qx20 ORDER BY n, DESCRIPTOR(ms), 2) "
                    "GROUP BY window_start, window_end").collect()
     assert [tuple(r) for r in count] == [(9999, 10000)]
+
+
+def test_ordered_collects_agree_over_a_finished_table_and_in_a_replay(sw, spark):
+    # BX-01: collect_list in event-time order; array_agg(v ORDER BY ...) by its keys, with DESC,
+    # NULLS FIRST / LAST, a NULL key and a NULL value (dropped), in a session (Spark's
+    # session_window path over a finished table) and in a replay through the window runtime.
+    rows = [("k", dt.datetime(2023, 12, 14, 0, m), v, key, arrival) for m, v, key, arrival in
+            [(5, "a", 2, 1), (1, "b", None, 2), (3, None, 1, 3), (2, "c", 1, 4), (4, "d", 3, 5)]]
+    spark.createDataFrame(rows, "k string, ts timestamp, v string, key int, arrival int") \
+        .createOrReplaceTempView("api_bx01")
+    query = """
+        SELECT k, window_start, collect_list(v) AS by_time, array_agg(v ORDER BY arrival) AS by_arrival,
+               collect_list(v) WITHIN GROUP (ORDER BY key DESC) AS by_key_desc,
+               array_agg(v ORDER BY key) AS by_key, array_agg(v ORDER BY key NULLS LAST) AS by_key_nulls_last
+        FROM SESSION(TABLE api_bx01 PARTITION BY k{options}, DESCRIPTOR(ts), INTERVAL 30 MINUTES)
+        GROUP BY k, window_start, window_end"""
+    expected = (["b", "c", "d", "a"], ["a", "b", "c", "d"], ["d", "a", "c", "b"], ["b", "c", "a", "d"],
+                ["c", "a", "d", "b"])
+    names = ("by_time", "by_arrival", "by_key_desc", "by_key", "by_key_nulls_last")
+    for options in ("", " WATERMARK ts DELAY OF INTERVAL 1 HOUR WITH (arrival_order = arrival)"):
+        (row,) = sw.sql(query.format(options=options)).collect()
+        assert tuple(row[n] for n in names) == expected, options or "complete input"
+
+
+def test_grouping_by_an_expression_and_quoted_columns_in_aggregates(sw, spark):
+    # BX-02's GROUP BY lower(word) with SELECT lower(word), and a backquoted column inside an
+    # aggregate: both over the native window() grouping, which splits the query in two.
+    rows = [("Apple", dt.datetime(2023, 12, 14, 0, 1), 1), ("apple", dt.datetime(2023, 12, 14, 0, 2), 2)]
+    spark.createDataFrame(rows, "word string, ts timestamp, `my v` int").createOrReplaceTempView("api_bx02")
+    (row,) = sw.sql("SELECT lower(word) AS word, upper(lower(word)) AS shout, count(*) AS n, sum(`my v`) AS s "
+                    "FROM TUMBLE(TABLE api_bx02, DESCRIPTOR(ts), INTERVAL 1 HOUR) "
+                    "GROUP BY lower(word), window_start, window_end").collect()
+    assert (row["word"], row["shout"], row["n"], row["s"]) == ("apple", "APPLE", 2, 3)

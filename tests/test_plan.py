@@ -140,3 +140,39 @@ def test_count_window_over_a_finished_table_needs_an_order():
     assert "needs an order" in caught.value.message
     assert (caught.value.position.line, caught.value.position.column) == (1, 15)
     assert "arrival_order" in caught.value.hint and "^" in str(caught.value)
+
+
+ORDERED = ("SELECT k, window_start, window_end, collect_list(v) AS by_time, array_agg(v ORDER BY pos) AS by_pos, "
+           "collect_list(v) WITHIN GROUP (ORDER BY name DESC, pos NULLS LAST) AS by_name "
+           "FROM TUMBLE(TABLE t PARTITION BY k WATERMARK ts DELAY OF INTERVAL 1 MINUTE "
+           "WITH (arrival_order = pos), DESCRIPTOR(ts), INTERVAL 1 HOUR) GROUP BY k, window_start, window_end")
+
+
+def test_ordered_collects_become_runtime_specs():
+    # array_agg(v ORDER BY ...) and collect_list(v) WITHIN GROUP (ORDER BY ...) are one aggregate
+    # shape: the runtime's collect_list with (argument, descending, nulls_first) keys.
+    from sqlwin.lower.stateful import prepare_stateful
+    from sqlwin.runtime import AggregateSpec
+
+    query = prepare_stateful(plan(ORDERED), "replay", 8)
+    assert query.config.aggregates == (
+        AggregateSpec("collect_list", 0),
+        AggregateSpec("collect_list", 0, order=((1, False, True),)),
+        AggregateSpec("collect_list", 0, order=((2, True, False), (1, False, False))),
+    )
+    assert query.argument_sql == ["v", "pos", "name"]
+    result = query.result_sql("typed")
+    assert "__agg0 AS by_time" in result and "__agg1 AS by_pos" in result and "__agg2 AS by_name" in result
+
+
+def test_ordered_collects_over_a_finished_table_sort_by_their_keys_then_time():
+    # Spark's collect_list has no order: the batch lowering sorts (keys, value) structs, with the
+    # window's time column (then the arrival column) breaking ties, as the runtime orders rows.
+    from sqlwin.lower.batch import lower_complete
+
+    sql = lower_complete(plan(ORDERED.replace("WATERMARK ts DELAY OF INTERVAL 1 MINUTE WITH (arrival_order = pos)",
+                                              ""))).sql
+    assert sql.count("array_sort(collect_list(") == 3
+    assert "named_struct('__k0', `ts`, '__v', v)" in sql  # plain collect_list: event-time order
+    assert "named_struct('__k0', pos, '__k1', `ts`, '__v', v)" in sql
+    assert "named_struct('__k0', name, '__k1', pos, '__k2', `ts`, '__v', v)" in sql

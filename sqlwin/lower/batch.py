@@ -80,6 +80,7 @@ def _lower_complete(plan: QueryPlan) -> LoweredQuery:
     strategies: list[str] = []
 
     _group_count_windows_by_index(plan, ast)
+    _order_collected_lists(plan, ast)
     fast = _grouped_fast_path(plan)
     for node_id, node in nodes.items():
         relation = relations[node_id]
@@ -105,6 +106,41 @@ def _group_count_windows_by_index(plan: QueryPlan, ast: exp.Expr) -> None:
     names = {e.name.lower() for e in group.expressions if isinstance(e, exp.Column)}
     if "window_index" not in names:
         group.append("expressions", exp.column("window_index"))
+
+
+def _order_collected_lists(plan: QueryPlan, ast: exp.Expr) -> None:
+    """collect_list / array_agg of a window lists values in event-time order, ties in arrival
+    order, as the window runtime does (Spark's own order is whatever the shuffle left). With
+    ORDER BY keys of its own an aggregate keeps them first and breaks their ties the same way."""
+    agg = plan.aggregation
+    if agg is None:
+        return
+    relation = agg.relation
+    ties = []
+    if relation.time is not None and relation.time.kind != "processing_time" \
+            and relation.time.name.lower() not in WINDOW_COLUMNS:
+        ties.append(exp.Ordered(this=exp.column(relation.time.name, quoted=True), nulls_first=True))
+    arrival = relation.options.get("arrival_order")
+    if arrival:
+        ties.append(exp.Ordered(this=exp.column(arrival, quoted=True), nulls_first=True))
+    elif relation.order_by:  # COUNT_WINDOW's row order
+        ties += [exp.maybe_parse(term, into=exp.Ordered, dialect="spark") for term in relation.order_by]
+    if not ties:
+        return
+    roots = [*ast.expressions, *([ast.args["having"].this] if ast.args.get("having") else [])]
+    for root in roots:
+        for node in list(root.find_all(exp.ArrayAgg)):
+            if any(isinstance(a, (exp.Select, exp.Window)) for a in _ancestors_until(node, root)):
+                continue  # a subquery's or an OVER (...) window function's own list
+            order = node.this if isinstance(node.this, exp.Order) else exp.Order(this=node.this, expressions=[])
+            order.set("expressions", [*order.expressions, *(t.copy() for t in ties)])
+            node.set("this", order)
+
+
+def _ancestors_until(node: exp.Expr, root: exp.Expr) -> t.Iterator[exp.Expr]:
+    while node is not root and node.parent is not None:
+        node = node.parent
+        yield node
 
 
 def _strip_modifiers(ast: exp.Expr) -> None:
@@ -402,14 +438,15 @@ def _rewrite_grouped(ast: exp.Select, agg: WindowAggregation, window_key: str, w
     """
     inner_items: list[str] = [f"{key} AS {_key(key)}" for key in agg.group_keys]
     inner_items += [f"{window_key} AS __win", *extra_items]
-    gen = _LoweringGenerator()
     counter = iter(range(10_000))
 
     def extract(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.AggFunc):
             name = f"__a{next(counter)}"
-            inner_items.append(f"{gen.generate(node)} AS {name}")
+            inner_items.append(f"{node.sql(dialect=_LoweringDialect)} AS {name}")
             return exp.column(name)
+        if not isinstance(node, (exp.Column, exp.Literal)) and node.sql(dialect="spark") in agg.group_keys:
+            return exp.column(_key(node.sql(dialect="spark")))  # GROUP BY lower(word): SELECT lower(word)
         if isinstance(node, exp.Column):
             lowered = node.name.lower()
             if lowered in window_cols:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from sqlwin.dialect import Sqlwin
 from sqlwin.errors import SqlwinUnsupportedError, SqlwinValidationError
 from sqlwin.plan import (
     CountWindow,
@@ -161,7 +162,7 @@ class StatefulQuery:
 
         def replace(n: exp.Expr) -> exp.Expr:
             if isinstance(n, (exp.AggFunc, exp.Filter)) or _is_anonymous_aggregate(n):
-                return exp.column(f"__agg{aggregates[n.sql(dialect='spark')]}")
+                return exp.column(f"__agg{aggregates[_aggregate_identity(n)]}")
             if not isinstance(n, exp.Column) and n.sql(dialect="spark") in keys:
                 return exp.column(self.key_names[keys[n.sql(dialect="spark")]], quoted=True)
             if isinstance(n, exp.Column) and n.table:
@@ -224,7 +225,7 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int) -> StatefulQ
         bucket_count = 1
     return StatefulQuery(
         plan=plan, relation=rel, config=config, key_names=key_names, argument_sql=arguments,
-        aggregate_sql=[n.sql(dialect="spark") for n in aggregate_nodes], row_columns=row_columns,
+        aggregate_sql=[_aggregate_identity(n) for n in aggregate_nodes], row_columns=row_columns,
         source_sql=source_sql, with_sql=with_sql, key_sql=keys,
         bucket_count=bucket_count if clock_keys else 1,
     )
@@ -274,9 +275,15 @@ def _key_name(sql: str, index: int) -> str:
 # --------------------------------------------------------------------------- aggregates
 
 SUPPORTED_AGGREGATES = ("count(*)", "count(x)", "count(DISTINCT x)", "sum", "min", "max", "avg / mean",
-                        "collect_list / array_agg", "first", "last", "min_by", "max_by")
+                        "collect_list / array_agg [ORDER BY ...]", "first", "last", "min_by", "max_by")
 _SIMPLE = {exp.Sum: "sum", exp.Min: "min", exp.Max: "max", exp.Avg: "avg", exp.ArrayAgg: "collect_list",
            exp.First: "first", exp.FirstValue: "first", exp.Last: "last", exp.LastValue: "last"}
+
+
+def _aggregate_identity(node: exp.Expr) -> str:
+    """An aggregate's text in sqlwin's dialect, which keeps `array_agg(v ORDER BY k)`'s ORDER BY
+    (Spark's generator drops it, which would make it the same aggregate as collect_list(v))."""
+    return node.sql(dialect=Sqlwin)
 
 
 def _is_anonymous_aggregate(node: exp.Expr) -> bool:
@@ -294,7 +301,7 @@ def _aggregate_nodes(plan: QueryPlan, agg: WindowAggregation) -> list[exp.Expr]:
         for node in root.walk(bfs=False):
             if isinstance(node, (exp.AggFunc, exp.Filter)) or _is_anonymous_aggregate(node):
                 if not any(isinstance(a, (exp.AggFunc, exp.Filter)) for a in _ancestors(node, root)):
-                    found.setdefault(node.sql(dialect="spark"), node)
+                    found.setdefault(_aggregate_identity(node), node)
     return list(found.values())
 
 
@@ -329,6 +336,13 @@ def _aggregate_specs(plan: QueryPlan, nodes: list[exp.Expr]) -> tuple[list[Aggre
                 specs.append(AggregateSpec("count_distinct", argument(inner.expressions[0])))
             else:
                 specs.append(AggregateSpec("count", argument(inner)))
+        elif isinstance(node, exp.ArrayAgg) and isinstance(node.this, exp.Order):
+            value = node.this.this
+            if isinstance(value, exp.Distinct):
+                _unsupported_aggregate(plan, node, "array_agg(DISTINCT ... ORDER BY ...)")
+            order = tuple((argument(key.this), bool(key.args.get("desc")), _nulls_first(key))
+                          for key in node.this.expressions)
+            specs.append(AggregateSpec("collect_list", argument(value), order=order))
         elif type(node) in _SIMPLE and not isinstance(node.this, exp.Distinct):
             specs.append(AggregateSpec(_SIMPLE[type(node)], argument(node.this)))
         elif _is_anonymous_aggregate(node) and len(node.expressions) == 1:
@@ -339,6 +353,12 @@ def _aggregate_specs(plan: QueryPlan, nodes: list[exp.Expr]) -> tuple[list[Aggre
         else:
             _unsupported_aggregate(plan, node, node.sql(dialect="spark"))
     return specs, arguments
+
+
+def _nulls_first(key: exp.Ordered) -> bool:
+    """Spark's default: NULLS FIRST ascending, NULLS LAST descending."""
+    nulls_first = key.args.get("nulls_first")
+    return (not key.args.get("desc")) if nulls_first is None else bool(nulls_first)
 
 
 def _unsupported_aggregate(plan: QueryPlan, node: exp.Expr, what: str) -> t.NoReturn:

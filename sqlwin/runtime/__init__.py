@@ -119,11 +119,13 @@ positions carry across batches; a window fires 'on_time' when full; its start / 
 and last row's time (None without a time column). GLOBAL_WINDOW: one window per key with start
 and end None, closed at end of input. COUNT_WINDOW and GLOBAL_WINDOW accept rows without a time.
 
-Aggregates (AggregateSpec(func, arg, arg2)): count (count(*) when arg is None, else non-null
+Aggregates (AggregateSpec(func, arg, arg2, order)): count (count(*) when arg is None, else non-null
 count), sum, min, max, avg (NULLs ignored; None when no value), collect_list (non-null values in
-event-time order, arrival order on ties), first / last (by event time, arrival order on ties;
-NULL is a value), min_by / max_by (values[arg] at the row with the smallest / largest
-values[arg2]; rows with a NULL ordering are skipped; ties go to the earliest row), count_distinct.
+event-time order, arrival order on ties; with `order`, (value index, descending, nulls_first)
+keys, sorted by those values instead, ties as before: `array_agg(v ORDER BY arrival)` is arrival
+order, BX-01), first / last (by event time, arrival order on ties; NULL is a value), min_by /
+max_by (values[arg] at the row with the smallest / largest values[arg2]; rows with a NULL
+ordering are skipped; ties go to the earliest row), count_distinct.
 
 Rows with a NULL key (None, or a key tuple holding None) are rejected with reason 'null_key',
 counted and returned (QX-20).

@@ -22,6 +22,7 @@ class Aggregate:
     name = ""
     needs_arg = True
     takes_arg2 = False
+    takes_order = False
 
     def __init__(self, spec: AggregateSpec):
         self.arg = spec.arg
@@ -114,9 +115,19 @@ class Avg(Aggregate):
 
 
 class CollectList(Aggregate):
-    """Non-null values (as Spark's collect_list) in event-time order, ties in arrival order."""
+    """Non-null values (as Spark's collect_list) in event-time order, ties in arrival order.
+
+    With `order` (`array_agg(v ORDER BY k [DESC] [NULLS FIRST|LAST], ...)`) the values are sorted
+    by those keys instead, as SQL sorts; rows the keys tie on keep event-time order. ORDER BY
+    the recorded arrival column gives arrival order (Bytewax's `ordered=False`).
+    """
 
     name = "collect_list"
+    takes_order = True
+
+    def __init__(self, spec: AggregateSpec):
+        super().__init__(spec)
+        self.order = spec.order
 
     def init(self):
         return []
@@ -124,14 +135,26 @@ class CollectList(Aggregate):
     def add(self, state, time, seq, values):
         v = values[self.arg]
         if v is not None:
-            state.append((order_key(time, seq), v))
+            keys = tuple(values[index] for index, _, _ in self.order)
+            state.append((order_key(time, seq), v, keys) if keys else (order_key(time, seq), v))
         return state
 
     def merge(self, a, b):
         return a + b
 
     def result(self, state):
-        return [v for _, v in sorted(state, key=lambda item: item[0])]
+        items = sorted(state, key=lambda item: item[0])
+        # Stable sorts, least significant key first; reverse=True keeps ties in their order.
+        for position in reversed(range(len(self.order))):
+            _, descending, nulls_first = self.order[position]
+            nulls_low = nulls_first != descending  # where NULLs go before a DESC reversal
+
+            def key(item, position=position, nulls_low=nulls_low):
+                v = item[2][position]
+                return ((v is not None) if nulls_low else (v is None), v)
+
+            items.sort(key=key, reverse=descending)
+        return [item[1] for item in items]
 
 
 class First(Aggregate):
@@ -256,3 +279,11 @@ def _check_args(cls: type[Aggregate], spec: AggregateSpec) -> None:
         raise RuntimeConfigError(f"Aggregate {spec.func} needs two arguments: the value and the ordering")
     if not cls.takes_arg2 and spec.arg2 is not None:
         raise RuntimeConfigError(f"Aggregate {spec.func} takes one argument, got a second")
+    if spec.order and not cls.takes_order:
+        raise RuntimeConfigError(f"Aggregate {spec.func} takes no ORDER BY",
+                                 hint="ORDER BY inside collect_list / array_agg only")
+    for item in spec.order:
+        if not (isinstance(item, tuple) and len(item) == 3 and isinstance(item[0], int) and item[0] >= 0):
+            raise RuntimeConfigError(
+                f"Aggregate {spec.func}: an ORDER BY key must be (value index >= 0, descending, nulls_first), "
+                f"got {item!r}")

@@ -27,12 +27,14 @@ class AggregateSpec:
     """One aggregate of the window: `func` over `values[arg]` (and `values[arg2]` for min_by / max_by).
 
     func: count (arg None = count(*)), sum, min, max, avg, collect_list, first, last,
-    min_by, max_by, count_distinct.
+    min_by, max_by, count_distinct. `order` (collect_list only, `array_agg(v ORDER BY ...)`):
+    (value index, descending, nulls_first) per ORDER BY key; ties keep event-time order.
     """
 
     func: str
     arg: int | None = None
     arg2: int | None = None
+    order: tuple[tuple[int, bool, bool], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -73,3 +73,48 @@ def test_discarding_panes_add_up_to_the_whole_window():
                  emit=EmitSpec(early_rows=2, accumulation="DISCARDING"))
     panes = rt.process_batch([((), i * S, (i,)) for i in range(1, 6)], 0).emissions + rt.end_of_input().emissions
     assert [p.values for p in panes] == [(3, [1, 2]), (7, [3, 4]), (5, [5])]
+
+
+def ordered(*order):
+    """collect_list of the label (value 1) ordered by (value index, descending, nulls_first) keys."""
+    return AggregateSpec("collect_list", 1, order=tuple(order))
+
+
+def test_collect_list_in_arrival_order():
+    # array_agg(label ORDER BY arrival): value 2 is the arrival number (Bytewax's ordered=False).
+    data = [(5, "c", 1), (1, "a", 2), (3, "b", 3)]
+    rt = runtime(Tumble(HOUR), [AggregateSpec("collect_list", 1), ordered((2, False, True))], delay=HOUR)
+    rt.process_batch([((), t * S, (None, label, arrival)) for t, label, arrival in data], 0)
+    assert rt.end_of_input().emissions[0].values == (["a", "b", "c"], ["c", "a", "b"])
+
+
+def test_collect_list_order_by_keys_desc_and_nulls():
+    # (time s, label, k1, k2): sort by k1 DESC NULLS LAST, then k2 ASC NULLS FIRST; full ties in time order.
+    data = [(4, "d", 1, None), (1, "a", None, 2), (2, "b", 2, 5), (3, "c", 1, 0), (0, "e", 1, None),
+            (5, "f", None, 1)]
+    specs = [ordered((2, True, False), (3, False, True)),  # DESC NULLS LAST, ASC NULLS FIRST
+             ordered((2, False, False)),  # k1 ASC NULLS LAST
+             ordered((2, True, True))]  # k1 DESC NULLS FIRST
+    rt = runtime(Tumble(HOUR), specs, delay=HOUR)
+    rt.process_batch([((), t * S, (None, label, k1, k2)) for t, label, k1, k2 in data], 0)
+    assert rt.end_of_input().emissions[0].values == (
+        ["b", "e", "d", "c", "f", "a"],
+        ["e", "c", "d", "b", "a", "f"],
+        ["a", "f", "b", "e", "c", "d"],
+    )
+
+
+def test_ordered_collect_list_across_session_merges_and_snapshots():
+    spec = ordered((2, False, True))
+    rt = runtime(Session(5 * S), [spec], delay=HOUR)
+    rt.process_batch([((), 0, (None, "x", 3)), ((), 6 * S, (None, "y", 1))], 0)
+    rt = type(rt).restore(rt.snapshot(), aggregates=[spec])
+    rt.process_batch([((), 3 * S, (None, "bridge", 2))], 0)
+    assert rt.end_of_input().emissions[0].values == (["y", "bridge", "x"],)
+
+
+def test_order_by_is_only_for_collect_list():
+    with pytest.raises(RuntimeConfigError, match="sum takes no ORDER BY"):
+        runtime(Tumble(S), [AggregateSpec("sum", 0, order=((1, False, True),))])
+    with pytest.raises(RuntimeConfigError, match="ORDER BY key"):
+        runtime(Tumble(S), [AggregateSpec("collect_list", 0, order=((-1, False, True),))])
