@@ -97,6 +97,13 @@ def _sort_key(window: _Window) -> tuple:
 # --------------------------------------------------------------------------- runtime
 
 
+def _holds_none(key: tuple) -> bool:
+    for part in key:  # identity, not ==: a key part may be any value
+        if part is None:
+            return True
+    return False
+
+
 class WindowRuntime:
     """Windows of a keyed stream, driven micro-batch by micro-batch. See the package docstring."""
 
@@ -113,6 +120,8 @@ class WindowRuntime:
         self._discarding = emit.accumulation == "DISCARDING"
         self._retracting = emit.accumulation == "RETRACTING"
         self._stream_scope = watermark.scope == "stream"
+        # Whether a row can fire a window by itself (else firings come only at commits and timers).
+        self._row_firings = bool(self._kind == COUNT or emit.changes or emit.early_rows or self._late_rows)
         # Everything below is the state a snapshot carries.
         self._keys: dict[tuple, _KeyState] = {}
         self._clocks: dict[tuple, Clock] = {}  # scope 'key'
@@ -134,8 +143,11 @@ class WindowRuntime:
         self._advance(batch_time_us, out)  # timers due by now fire before the batch's rows
         batch: dict[tuple, list[int]] = {}  # clock owner -> [min, max] time of the batch's on-time rows
         keys_seen: dict[tuple, None] = {}
+        # The watermarks the batch's rows are checked against: they move only when the batch
+        # commits, so each key's is looked up once per batch.
+        marks: dict[tuple, t.Any] = {}
         for key, event_time, values in rows:
-            self._process_row(key, event_time, tuple(values), batch, keys_seen, out)
+            self._process_row(key, event_time, tuple(values), batch, keys_seen, marks, out)
         self._commit(batch, keys_seen, out)
         return out
 
@@ -202,7 +214,7 @@ class WindowRuntime:
 
     # -- rows --------------------------------------------------------------------------
 
-    def _process_row(self, key, event_time, values, batch, keys_seen, out: BatchResult) -> None:
+    def _process_row(self, key, event_time, values, batch, keys_seen, marks, out: BatchResult) -> None:
         reason = self._reject_reason(key, event_time)
         if reason:
             self.counts["rejected"] += 1
@@ -215,16 +227,18 @@ class WindowRuntime:
         if ks is None:
             ks = self._keys[key] = _KeyState()
         keys_seen[key] = None
-        wm = self.watermark(key)
+        owner = () if self._stream_scope else key
+        wm = marks[owner] if owner in marks else marks.setdefault(owner, self.watermark(key))
         touched = self._place(key, ks, time, self._row_seq, values, wm, out)
         if touched is None:  # late for every window it belongs to: it does not move the clock
             return
         if time is not None:
             self._note_time(key, ks, time, batch)
-        self._after_row(key, ks, touched, out)
+        if self._row_firings:
+            self._after_row(key, ks, touched, out)
 
     def _reject_reason(self, key, event_time) -> str | None:
-        if key is None or (isinstance(key, tuple) and any(part is None for part in key)):
+        if key is None or (isinstance(key, tuple) and _holds_none(key)):
             return "null_key"  # QX-20: counted and returned, never silently dropped
         if event_time is None and not self.processing_time and self._kind not in (COUNT, GLOBAL):
             return "null_time"
@@ -393,7 +407,7 @@ class WindowRuntime:
 
     def _after_row(self, key, ks, touched: list[_Window], out) -> None:
         """Row-driven firings, in window order: CHANGES, EARLY EVERY n ROWS, late rows, full count windows."""
-        for window in sorted(touched, key=_sort_key):
+        for window in (sorted(touched, key=_sort_key) if len(touched) > 1 else touched):
             if window.full:
                 self._fire(out, key, window, CHANGES if self.emit.changes else ON_TIME,
                            wanted=self.emit.changes or self.emit.final)
