@@ -84,16 +84,24 @@ class Sum(_Fold):
 
 
 class Min(_Fold):
+    """NaN is larger than every number, as Spark orders it: the minimum is NaN only when all are."""
+
     name = "min"
 
     def combine(self, a, b):
+        if a != a:  # NaN
+            return b
         return b if b < a else a
 
 
 class Max(_Fold):
+    """NaN is larger than every number, as Spark orders it: one NaN makes the maximum NaN."""
+
     name = "max"
 
     def combine(self, a, b):
+        if a != a or b != b:
+            return a if a != a else b
         return b if b > a else a
 
 

@@ -1,0 +1,471 @@
+"""The vectorised runtime: fixed windows (TUMBLE, HOP, CUMULATE) with EMIT FINAL, in NumPy.
+
+The general `WindowRuntime` walks rows one by one through Python objects; this one takes a
+micro-batch as columns and keeps its state as columns (one array per field), so a batch costs a
+few NumPy passes over its rows and the windows it touches, and a snapshot is a handful of array
+buffers rather than one Python object per key and window.
+
+It covers the most common shape -- a fixed windower, event time, the max / min event-time
+strategies with a clock per key or per stream, EMIT FINAL (no early / late / changes firings, no
+allowed lateness), the aggregates count, sum, min, max and avg over numbers -- and produces
+exactly what `WindowRuntime` produces for it: the same emissions in the same order with the same
+`seq`, the same late and rejected rows, the same counts (the differential tests run both).
+`supports(...)` says whether a configuration is covered; anything else runs on the general path.
+
+Layout of the state: keys in first-seen order (`_keys`, with `_index` their position and `_first`
+the stream-wide sequence at which each was first seen), one clock per key (`_raw`, NONE before
+any row), and the open windows as parallel arrays (`_wk` key position, `_ws` start, `_we` end,
+then per aggregate one or two arrays). All times are int64 microseconds.
+"""
+
+from __future__ import annotations
+
+import pickle
+import typing as t
+
+import numpy as np
+
+from sqlwin.runtime.engine import _check_emit, _check_watermark
+from sqlwin.runtime.model import (
+    FINAL,
+    INSERT,
+    ON_TIME,
+    AggregateSpec,
+    BatchResult,
+    Emission,
+    LateRow,
+    RejectedRow,
+    RuntimeConfigError,
+)
+
+NONE = np.iinfo(np.int64).min  # a clock that has seen no row
+SNAPSHOT_VERSION = 1
+VECTOR_AGGREGATES = ("count", "sum", "min", "max", "avg")
+
+
+def supports(windower, watermark, emit, aggregates: t.Sequence[AggregateSpec], processing_time: bool) -> bool:
+    """Whether the vectorised runtime computes this configuration (else use WindowRuntime)."""
+    from sqlwin.plan import Cumulate, Hop, Tumble
+
+    return (isinstance(windower, (Tumble, Hop, Cumulate)) and not processing_time
+            and watermark.strategy in ("max_event_time", "min_event_time")
+            and watermark.idle_timeout is None
+            and emit.final and emit.is_final_only and not emit.allowed_lateness
+            and all(a.func in VECTOR_AGGREGATES and a.arg2 is None and not a.order for a in aggregates))
+
+
+class Columns:
+    """One micro-batch as columns, in arrival order.
+
+    key_codes: int64 per row, an index into `keys` (the batch's distinct keys); key_null: where the
+    key is NULL or holds a NULL (such rows are rejected, with their key as given).
+    time / time_null: event time in microseconds and where it is NULL. args: one float64 or
+    int64 array per aggregate argument, with its NULL mask. row_values(i): the values tuple of
+    row i as the general runtime sees it (arguments, then carried columns), for late and rejected
+    rows only.
+    """
+
+    __slots__ = ("n", "key_codes", "keys", "key_null", "time", "time_null", "args", "row_values")
+
+    def __init__(self, key_codes, keys, key_null, time, time_null, args, row_values):
+        self.n = len(time)
+        self.key_codes, self.keys, self.key_null = key_codes, keys, key_null
+        self.time, self.time_null = time, time_null
+        self.args, self.row_values = args, row_values
+
+    @classmethod
+    def from_rows(cls, rows: t.Iterable, argument_count: int) -> "Columns":
+        """Row tuples (key, time, values), as WindowRuntime.process_batch takes them."""
+        rows = list(rows)
+        index: dict = {}
+        keys: list = []
+        codes = np.empty(len(rows), np.int64)
+        key_null = np.zeros(len(rows), bool)
+        times = np.zeros(len(rows), np.int64)
+        time_null = np.zeros(len(rows), bool)
+        for i, (key, time, _) in enumerate(rows):
+            key_null[i] = key is None or any(part is None for part in key)
+            code = index.get(key)
+            if code is None:
+                code = index[key] = len(keys)
+                keys.append(key)
+            codes[i] = code
+            if time is None:
+                time_null[i] = True
+            else:
+                times[i] = time
+        args = []
+        for a in range(argument_count):
+            column = [row[2][a] for row in rows]
+            null = np.array([v is None for v in column], bool)
+            integral = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                           for v in column if v is not None)
+            dtype = np.int64 if integral else np.float64
+            args.append((np.array([0 if v is None else v for v in column], dtype), null))
+        return cls(codes, keys, key_null, times, time_null, args, lambda i: tuple(rows[i][2]))
+
+
+class FixedFinalRuntime:
+    """TUMBLE / HOP / CUMULATE with EMIT FINAL over columns. The same API as WindowRuntime."""
+
+    def __init__(self, windower, watermark, emit, aggregates: t.Sequence[AggregateSpec],
+                 processing_time: bool = False):
+        _check_watermark(watermark, processing_time)
+        _check_emit(emit)
+        if not supports(windower, watermark, emit, aggregates, processing_time):
+            raise RuntimeConfigError("The vectorised runtime does not cover this query",
+                                     hint="sqlwin.runtime.WindowRuntime")
+        self.windower, self.watermark_spec, self.emit = windower, watermark, emit
+        self.aggregate_specs = tuple(aggregates)
+        self.processing_time = False
+        self._stream = watermark.scope == "stream"
+        self._argument_count = 1 + max([a.arg for a in self.aggregate_specs if a.arg is not None], default=-1)
+        # -- state
+        self._keys: list[tuple] = []
+        self._index: dict[tuple, int] = {}
+        self._first = np.empty(0, np.int64)  # stream-wide first-seen sequence of each key
+        self._raw = np.empty(0, np.int64)  # clock per key (scope 'key')
+        self._stream_raw = int(NONE)  # scope 'stream'
+        self._wk = np.empty(0, np.int64)
+        self._ws = np.empty(0, np.int64)
+        self._we = np.empty(0, np.int64)
+        self._acc: list[list[np.ndarray]] = [self._empty_acc(spec, np.float64) for spec in self.aggregate_specs]
+        self._key_seq = 0
+        self._row_seq = 0
+        self._emit_seq = 0
+        self._ended = False
+        self.counts = {"rows": 0, "late": 0, "rejected": 0, "unassigned": 0, "emissions": 0}
+
+    # -- public API ----------------------------------------------------------------------
+
+    def process_batch(self, rows, batch_time_us: int) -> BatchResult:
+        return self.process_columns(Columns.from_rows(rows, self._argument_count), batch_time_us)
+
+    def process_columns(self, cols: Columns, batch_time_us: int = 0) -> BatchResult:
+        if self._ended:
+            raise RuntimeError("end_of_input() was already called: this stream has ended")
+        out = BatchResult()
+        if cols.n == 0:
+            return out
+        spec = self.watermark_spec
+        # Rejected rows: a NULL key, else a NULL time.
+        null_key = cols.key_null
+        rejected = null_key | cols.time_null
+        if rejected.any():
+            for i in np.flatnonzero(rejected):
+                key = cols.keys[cols.key_codes[i]]
+                time = None if cols.time_null[i] else int(cols.time[i])
+                reason = "null_key" if null_key[i] else "null_time"
+                out.rejected.append(RejectedRow(key, time, tuple(cols.row_values(int(i))), reason))
+            self.counts["rejected"] += int(rejected.sum())
+        rows = np.flatnonzero(~rejected)
+        if not len(rows):
+            return out
+        self._row_seq += len(rows)
+        self.counts["rows"] += len(rows)
+        # Keys of the batch in order of their first valid row; new ones join the state.
+        codes = cols.key_codes[rows]
+        batch_codes, first_pos = np.unique(codes, return_index=True)
+        batch_codes = batch_codes[np.argsort(first_pos, kind="stable")]
+        position = np.full(len(cols.keys), -1, np.int64)
+        position[batch_codes] = self._positions([cols.keys[c] for c in batch_codes.tolist()])
+        key_of_row = position[codes]
+        times = cols.time[rows]
+        # The watermark each row is checked against: its clock as the batch found it.
+        raw = np.full(len(rows), self._stream_raw, np.int64) if self._stream else self._raw[key_of_row]
+        known = raw != NONE
+        mark = np.where(known, raw - spec.delay, 0)
+        # Windows of each row, and which of them the row is late for.
+        span_row, starts, ends = self._spans(times)
+        span_known = known[span_row]
+        if spec.lateness_rule == "before_watermark":
+            late_span = span_known & (times[span_row] < mark[span_row])
+        else:
+            late_span = span_known & (ends <= mark[span_row])
+        spans_per_row = np.bincount(span_row, minlength=len(rows))
+        late_per_row = np.bincount(span_row, weights=late_span, minlength=len(rows)).astype(np.int64)
+        unassigned = spans_per_row == 0
+        self.counts["unassigned"] += int(unassigned.sum())
+        moves_clock = unassigned | (late_per_row < spans_per_row)  # late for every window: it does not
+        if late_span.any():
+            self._late_rows(out, cols, rows, key_of_row, times, mark, span_row, starts, ends, late_span)
+        on_time = ~late_span
+        self._aggregate(cols, rows, key_of_row[span_row[on_time]], starts[on_time], ends[on_time],
+                        span_row[on_time])
+        self._commit(key_of_row, times, moves_clock)
+        self._close_due(out, None if self._stream else position[batch_codes])
+        return out
+
+    def advance_processing_time(self, now_us: int) -> BatchResult:
+        if self._ended:
+            raise RuntimeError("end_of_input() was already called: this stream has ended")
+        return BatchResult()  # no timers: event time moves only with rows
+
+    def end_of_input(self) -> BatchResult:
+        if self._ended:
+            raise RuntimeError("end_of_input() was already called: this stream has ended")
+        out = BatchResult()
+        self._ended = True
+        self._fire(out, np.arange(len(self._wk)), FINAL)
+        self._drop_windows(np.ones(len(self._wk), bool))
+        return out
+
+    def watermark(self, key: tuple = ()) -> int | float | None:
+        if self._ended:
+            return float("inf")
+        raw = self._stream_raw if self._stream else (
+            self._raw[self._index[key]] if key in self._index else NONE)
+        return None if raw == NONE else int(raw) - self.watermark_spec.delay
+
+    def open_windows(self, key: tuple = ()) -> list[tuple]:
+        position = self._index.get(key)
+        if position is None:
+            return []
+        mine = np.flatnonzero(self._wk == position)
+        order = mine[np.lexsort((self._ws[mine], self._we[mine]))]
+        return [(int(self._ws[i]), int(self._we[i])) for i in order]
+
+    @property
+    def open_window_count(self) -> int:
+        return len(self._wk)
+
+    @property
+    def key_count(self) -> int:
+        return len(self._keys)
+
+    def key_watermarks(self) -> list[int]:
+        """The effective watermark of every key that has one (scope 'stream': the stream's)."""
+        if self._stream:
+            return [] if self._stream_raw == NONE else [self._stream_raw - self.watermark_spec.delay]
+        raw = self._raw[self._raw != NONE]
+        if not len(raw):
+            return []
+        return [int(raw.min()) - self.watermark_spec.delay, int(raw.max()) - self.watermark_spec.delay]
+
+    def snapshot(self) -> bytes:
+        config = (self.windower, self.watermark_spec, self.emit, self.aggregate_specs, False)
+        state = {name: getattr(self, name) for name in _STATE_FIELDS}
+        return pickle.dumps({"version": SNAPSHOT_VERSION, "kind": "vector", "config": config, "state": state},
+                            protocol=pickle.HIGHEST_PROTOCOL)
+
+    @classmethod
+    def restore(cls, snapshot: bytes, windower=None, watermark=None, emit=None, aggregates=None,
+                processing_time=None) -> "FixedFinalRuntime":
+        data = pickle.loads(snapshot)
+        if data.get("version") != SNAPSHOT_VERSION or data.get("kind") != "vector":
+            raise RuntimeConfigError(f"Unknown vectorised runtime snapshot {data.get('version')!r}")
+        stored = data["config"]
+        given = (windower, watermark, emit, None if aggregates is None else tuple(aggregates), None)
+        names = ("windower", "watermark", "emit", "aggregates", "processing_time")
+        for name, mine, theirs in zip(names, given, stored):
+            if mine is not None and mine != theirs:
+                raise RuntimeConfigError(
+                    f"The query's {name} changed since the checkpoint: {theirs!r} then, {mine!r} now",
+                    hint="restart from a fresh checkpoint location when the window definition changes")
+        runtime = cls(*stored)
+        for name, value in data["state"].items():
+            setattr(runtime, name, value)
+        runtime._index = {key: i for i, key in enumerate(runtime._keys)}
+        return runtime
+
+    # -- keys --------------------------------------------------------------------------
+
+    def _positions(self, keys: list[tuple]) -> np.ndarray:
+        """State positions of `keys` (given in first-seen order); new keys are added."""
+        out = np.empty(len(keys), np.int64)
+        index = self._index
+        new = []
+        for i, key in enumerate(keys):
+            position = index.get(key)
+            if position is None:
+                position = index[key] = len(self._keys)
+                self._keys.append(key)
+                new.append(i)
+            out[i] = position
+        if new:
+            self._first = np.concatenate([self._first, self._key_seq + np.arange(len(new), dtype=np.int64)])
+            self._key_seq += len(new)
+            self._raw = np.concatenate([self._raw, np.full(len(new), NONE, np.int64)])
+        return out
+
+    # -- windows -----------------------------------------------------------------------
+
+    def _spans(self, times: np.ndarray):
+        """(row, start, end) of every window each time falls in: by row, then start, then end."""
+        from sqlwin.plan import Cumulate, Hop, Tumble
+
+        w = self.windower
+        n = len(times)
+        if isinstance(w, Tumble):
+            starts = (times - w.offset) // w.size * w.size + w.offset
+            return np.arange(n, dtype=np.int64), starts, starts + w.size
+        if isinstance(w, Hop):
+            last = (times - w.offset) // w.slide * w.slide + w.offset
+            k = -(-w.size // w.slide)  # at most this many windows hold one time
+            back = np.arange(k - 1, -1, -1, dtype=np.int64) * w.slide  # earliest start first
+            starts = last[:, None] - back[None, :]
+            keep = starts + w.size > times[:, None]
+            rows = np.broadcast_to(np.arange(n, dtype=np.int64)[:, None], starts.shape)
+            return rows[keep], starts[keep], starts[keep] + w.size
+        assert isinstance(w, Cumulate)
+        period = (times - w.offset) // w.max_size * w.max_size + w.offset
+        steps = np.arange(1, w.max_size // w.step + 1, dtype=np.int64)
+        first = (times - period) // w.step + 1
+        keep = steps[None, :] >= first[:, None]
+        ends = period[:, None] + steps[None, :] * w.step
+        rows = np.broadcast_to(np.arange(n, dtype=np.int64)[:, None], ends.shape)
+        starts = np.broadcast_to(period[:, None], ends.shape)
+        return rows[keep], starts[keep], ends[keep]
+
+    def _late_rows(self, out, cols, rows, key_of_row, times, mark, span_row, starts, ends, late_span) -> None:
+        late = np.flatnonzero(late_span)
+        self.counts["late"] += len(late)
+        for s in late.tolist():
+            r = span_row[s]
+            i = int(rows[r])
+            key = self._keys[key_of_row[r]]
+            out.late.append(LateRow(key, int(times[r]), tuple(cols.row_values(i)), int(mark[r] - times[r]),
+                                    int(starts[s]), int(ends[s])))
+
+    @staticmethod
+    def _empty_acc(spec: AggregateSpec, dtype) -> list[np.ndarray]:
+        if spec.func == "count":
+            return [np.empty(0, np.int64)]
+        return [np.empty(0, dtype), np.empty(0, np.int64)]  # value, non-NULL count
+
+    @staticmethod
+    def _initial(spec: AggregateSpec, dtype) -> t.Any:
+        if spec.func == "min":
+            return np.nan if dtype == np.float64 else np.iinfo(np.int64).max
+        if spec.func == "max":
+            return -np.inf if dtype == np.float64 else np.iinfo(np.int64).min
+        return 0
+
+    def _aggregate(self, cols: Columns, rows, keys, starts, ends, span_row) -> None:
+        """Add the on-time spans (in arrival order) to their windows, opening new ones."""
+        if not len(keys):
+            return
+        old = len(self._wk)
+        all_k = np.concatenate([self._wk, keys])
+        all_s = np.concatenate([self._ws, starts])
+        all_e = np.concatenate([self._we, ends])
+        order = np.lexsort((all_e, all_s, all_k))
+        sk, ss, se = all_k[order], all_s[order], all_e[order]
+        first = np.ones(len(order), bool)
+        first[1:] = (sk[1:] != sk[:-1]) | (ss[1:] != ss[:-1]) | (se[1:] != se[:-1])
+        group = np.empty(len(order), np.int64)
+        group[order] = np.cumsum(first) - 1
+        count = int(first.sum())
+        old_group, new_group = group[:old], group[old:]
+        source_rows = rows[span_row]
+        accs = []
+        for a, spec in enumerate(self.aggregate_specs):
+            state = self._acc[a]
+            if spec.arg is None:  # count(*)
+                acc = np.zeros(count, np.int64)
+                acc[old_group] = state[0]
+                np.add.at(acc, new_group, 1)
+                accs.append([acc])
+                continue
+            values, null = cols.args[spec.arg]
+            values, valid = values[source_rows], ~null[source_rows]
+            if spec.func == "count":
+                acc = np.zeros(count, np.int64)
+                acc[old_group] = state[0]
+                np.add.at(acc, new_group[valid], 1)
+                accs.append([acc])
+                continue
+            integral = values.dtype == np.int64 and (not old or state[0].dtype == np.int64)
+            dtype = np.int64 if integral else np.float64
+            value = np.full(count, self._initial(spec, dtype), dtype)
+            value[old_group] = state[0]
+            seen = np.zeros(count, np.int64)
+            seen[old_group] = state[1]
+            value[seen == 0] = self._initial(spec, dtype)  # an integer state widened to float
+            group_valid, values_valid = new_group[valid], values[valid].astype(dtype, copy=False)
+            if spec.func in ("sum", "avg"):
+                np.add.at(value, group_valid, values_valid)
+            elif spec.func == "min":
+                (np.fmin if dtype == np.float64 else np.minimum).at(value, group_valid, values_valid)
+            else:
+                with np.errstate(invalid="ignore"):  # NaN is the largest: it wins
+                    np.maximum.at(value, group_valid, values_valid)
+            np.add.at(seen, group_valid, 1)
+            accs.append([value, seen])
+        self._wk, self._ws, self._we = sk[first], ss[first], se[first]  # group g is the g-th first
+        self._acc = accs
+
+    def _commit(self, key_of_row, times, moves) -> None:
+        """The batch is applied: each clock moves to the newest (or oldest) time of its rows."""
+        if not moves.any():
+            return
+        keys, times = key_of_row[moves], times[moves]
+        newest = self.watermark_spec.strategy == "max_event_time"
+        if self._stream:
+            value = int(times.max() if newest else times.min())
+            if self._stream_raw == NONE or value > self._stream_raw:
+                self._stream_raw = value
+            return
+        bound = np.full(len(self._raw), NONE if newest else np.iinfo(np.int64).max, np.int64)
+        (np.maximum if newest else np.minimum).at(bound, keys, times)
+        touched = np.unique(keys)
+        self._raw[touched] = np.maximum(self._raw[touched], bound[touched])
+
+    def _close_due(self, out: BatchResult, batch_keys: np.ndarray | None) -> None:
+        """Fire and drop what the clocks reached: the batch's keys (scope 'key'), or every key."""
+        if not len(self._wk):
+            return
+        if self._stream:
+            if self._stream_raw == NONE:
+                return
+            due = self._we <= self._stream_raw - self.watermark_spec.delay
+        else:
+            in_batch = np.zeros(len(self._keys), bool)
+            in_batch[batch_keys] = True
+            raw = self._raw[self._wk]
+            due = in_batch[self._wk] & (raw != NONE) & (self._we <= raw - self.watermark_spec.delay)
+        if not due.any():
+            return
+        rank = None
+        if not self._stream:  # keys in the order of their first row in this batch
+            rank = np.empty(len(self._keys), np.int64)
+            rank[batch_keys] = np.arange(len(batch_keys))
+        self._fire(out, np.flatnonzero(due), ON_TIME, rank)
+        self._drop_windows(due)
+
+    def _fire(self, out: BatchResult, windows: np.ndarray, firing: str, rank: np.ndarray | None = None) -> None:
+        """Emit `windows`: by key (rank, else first seen), then window end, then start."""
+        if not len(windows):
+            return
+        wk = self._wk[windows]
+        key_rank = (self._first if rank is None else rank)[wk]
+        windows = windows[np.lexsort((self._ws[windows], self._we[windows], key_rank))]
+        results = [self._results(a, spec, windows) for a, spec in enumerate(self.aggregate_specs)]
+        values = list(zip(*results)) if results else [()] * len(windows)
+        keys, starts, ends = self._wk[windows].tolist(), self._ws[windows].tolist(), self._we[windows].tolist()
+        seq = self._emit_seq
+        emissions = out.emissions
+        for i in range(len(windows)):
+            seq += 1
+            emissions.append(Emission(self._keys[keys[i]], starts[i], ends[i], values[i], INSERT, firing, seq, None))
+        self._emit_seq = seq
+        self.counts["emissions"] += len(windows)
+
+    def _results(self, a: int, spec: AggregateSpec, windows: np.ndarray) -> list:
+        state = self._acc[a]
+        if spec.func == "count":
+            return state[0][windows].tolist()
+        value, seen = state[0][windows], state[1][windows]
+        if spec.func == "avg":
+            mean = value / np.where(seen > 0, seen, 1)
+            return [m if s else None for m, s in zip(mean.tolist(), seen.tolist())]
+        return [v if s else None for v, s in zip(value.tolist(), seen.tolist())]
+
+    def _drop_windows(self, drop: np.ndarray) -> None:
+        keep = ~drop
+        self._wk, self._ws, self._we = self._wk[keep], self._ws[keep], self._we[keep]
+        self._acc = [[array[keep] for array in state] for state in self._acc]
+
+
+_STATE_FIELDS = ("_keys", "_first", "_raw", "_stream_raw", "_wk", "_ws", "_we", "_acc",
+                 "_key_seq", "_row_seq", "_emit_seq", "_ended", "counts")

@@ -1,0 +1,99 @@
+"""The vectorised runtime gives exactly what the general runtime gives, on random streams.
+
+Both runtimes get the same batches; emissions (with their seq), late rows, rejected rows, counts,
+watermarks and open windows must be equal after every batch, across a snapshot / restore in the
+middle, and at end of input.
+"""
+
+import math
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sqlwin.plan import UNBOUNDED, Cumulate, EmitSpec, Hop, Session, Tumble, WatermarkSpec
+from sqlwin.runtime import AggregateSpec, RuntimeConfigError, WindowRuntime
+from sqlwin.runtime.vector import FixedFinalRuntime, supports
+
+SETTINGS = settings(max_examples=int(os.environ.get("SQLWIN_EXAMPLES", 300)), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+AGGREGATES = (AggregateSpec("count"), AggregateSpec("count", 0), AggregateSpec("sum", 0), AggregateSpec("avg", 0),
+              AggregateSpec("min", 1), AggregateSpec("max", 1), AggregateSpec("sum", 1), AggregateSpec("avg", 1))
+
+windowers = st.one_of(
+    st.builds(Tumble, st.integers(1, 20), st.integers(0, 19)).filter(lambda w: w.offset < w.size),
+    st.builds(Hop, st.integers(1, 20), st.integers(1, 25), st.integers(0, 5)).filter(lambda w: w.offset < w.slide),
+    st.builds(lambda step, n, off: Cumulate(step, step * n, off % (step * n)),
+              st.integers(1, 6), st.integers(1, 4), st.integers(0, 30)),
+)
+watermarks = st.builds(
+    WatermarkSpec, column=st.just("ts"), delay=st.sampled_from([0, 1, 3, 10, UNBOUNDED]),
+    strategy=st.sampled_from(["max_event_time", "min_event_time"]), scope=st.sampled_from(["key", "stream"]),
+    lateness_rule=st.sampled_from(["window_closed", "before_watermark"]))
+
+ints = st.one_of(st.none(), st.integers(-5, 9))
+floats = st.one_of(st.none(), st.sampled_from([0.5, -1.25, 3.0, 7.75, 1e10, math.nan]))
+
+
+@st.composite
+def streams(draw):
+    n = draw(st.integers(0, 50))
+    keys = draw(st.lists(st.sampled_from([("a",), ("b",), ("c",), (None,), ("d",)]), min_size=n, max_size=n))
+    times = draw(st.lists(st.one_of(st.integers(-60, 60), st.none()).filter(lambda _: True),
+                          min_size=n, max_size=n))
+    firsts = draw(st.lists(ints, min_size=n, max_size=n))
+    seconds = draw(st.lists(floats, min_size=n, max_size=n))
+    rows = [(key, time, (a, b, f"row{i}")) for i, (key, time, a, b) in enumerate(zip(keys, times, firsts, seconds))]
+    cuts = draw(st.lists(st.integers(1, 8), min_size=1, max_size=n + 1))
+    return rows, cuts
+
+
+def batches(rows, cuts):
+    i = 0
+    for size in cuts * (len(rows) + 1):
+        if i >= len(rows):
+            return
+        yield rows[i:i + size]
+        i += size
+
+
+def same(a, b):
+    """Equal, with NaN equal to NaN (tuples of emissions / late rows compared field by field)."""
+    return repr(a) == repr(b)
+
+
+@SETTINGS
+@given(windowers, watermarks, streams(), st.integers(0, 6))
+def test_vectorised_runtime_equals_the_general_one(windower, watermark, stream, restore_at):
+    rows, cuts = stream
+    emit = EmitSpec()
+    general = WindowRuntime(windower, watermark, emit, AGGREGATES)
+    vector = FixedFinalRuntime(windower, watermark, emit, AGGREGATES)
+    for number, batch in enumerate(batches(rows, cuts)):
+        if number == restore_at:
+            vector = FixedFinalRuntime.restore(vector.snapshot(), windower, watermark, emit, AGGREGATES)
+        expected = general.process_batch(batch, 1000 + number)
+        got = vector.process_batch(batch, 1000 + number)
+        assert same(got.emissions, expected.emissions), f"batch {number}: {batch}"
+        assert same(got.late, expected.late)
+        assert same(got.rejected, expected.rejected)
+        assert got.rejected == expected.rejected or same(got.rejected, expected.rejected)
+        for key in [("a",), ("b",), ("c",), ("d",)]:
+            assert vector.watermark(key) == general.watermark(key)
+            assert vector.open_windows(key) == general.open_windows(key)
+    assert same(vector.end_of_input().emissions, general.end_of_input().emissions)
+    assert vector.counts == general.counts
+
+
+def test_it_covers_fixed_windows_with_emit_final_only():
+    wm = WatermarkSpec(column="ts", delay=5)
+    assert supports(Tumble(10), wm, EmitSpec(), AGGREGATES, False)
+    assert not supports(Session(10), wm, EmitSpec(), AGGREGATES, False)
+    assert not supports(Tumble(10), wm, EmitSpec(changes=True), AGGREGATES, False)
+    assert not supports(Tumble(10), wm, EmitSpec(allowed_lateness=5), AGGREGATES, False)
+    assert not supports(Tumble(10), wm, EmitSpec(), [AggregateSpec("collect_list", 0)], False)
+    assert not supports(Tumble(10), wm, EmitSpec(), AGGREGATES, True)
+    with pytest.raises(RuntimeConfigError):
+        FixedFinalRuntime(Session(10), wm, EmitSpec(), AGGREGATES)
