@@ -24,6 +24,7 @@ import pickle
 import typing as t
 
 import numpy as np
+import pandas as pd
 
 from sqlwin.runtime.engine import _check_emit, _check_watermark
 from sqlwin.runtime.model import (
@@ -72,6 +73,12 @@ class Columns:
         self.key_codes, self.keys, self.key_null = key_codes, keys, key_null
         self.time, self.time_null = time, time_null
         self.args, self.row_values = args, row_values
+
+    def take(self, start: int, stop: int) -> "Columns":
+        """Rows start..stop-1 (one micro-batch of a longer run)."""
+        sl = slice(start, stop)
+        return Columns(self.key_codes[sl], self.keys, self.key_null[sl], self.time[sl], self.time_null[sl],
+                       [(v[sl], m[sl]) for v, m in self.args], lambda i: self.row_values(start + i))
 
     @classmethod
     def from_rows(cls, rows: t.Iterable, argument_count: int) -> "Columns":
@@ -195,6 +202,135 @@ class FixedFinalRuntime:
         self._commit(key_of_row, times, moves_clock)
         self._close_due(out, None if self._stream else position[batch_codes])
         return out
+
+    def process_batches(self, cols: Columns, batches: np.ndarray) -> list[tuple[int, BatchResult]]:
+        """Many micro-batches at once: rows sorted by batch (then arrival), `batches` the batch of
+        each row. The same as `process_columns` batch by batch, in a few passes over all rows.
+
+        With 'max_event_time' a clock before a batch is the newest time of its owner's earlier
+        rows (a row late for every window it belongs to is older than its clock, so counting it
+        changes nothing): the clocks of every batch come from one segmented running maximum, and
+        each window closes at the first batch whose clock reaches its end. Other strategies run
+        batch by batch.
+        """
+        if self._ended:
+            raise RuntimeError("end_of_input() was already called: this stream has ended")
+        if cols.n == 0:
+            return []
+        bounds = np.flatnonzero(np.diff(batches)) + 1
+        starts_at = np.concatenate([[0], bounds])
+        if self.watermark_spec.strategy != "max_event_time" or len(starts_at) == 1:
+            ends_at = np.concatenate([bounds, [cols.n]])
+            return [(int(batches[a]), self.process_columns(cols.take(a, b))) for a, b in zip(starts_at, ends_at)]
+        results: dict[int, BatchResult] = {}
+
+        def result(batch) -> BatchResult:
+            out = results.get(batch)
+            if out is None:
+                out = results[batch] = BatchResult()
+            return out
+
+        rejected = cols.key_null | cols.time_null
+        if rejected.any():
+            for i in np.flatnonzero(rejected).tolist():
+                reason = "null_key" if cols.key_null[i] else "null_time"
+                time = None if cols.time_null[i] else int(cols.time[i])
+                result(int(batches[i])).rejected.append(
+                    RejectedRow(cols.keys[cols.key_codes[i]], time, tuple(cols.row_values(i)), reason))
+            self.counts["rejected"] += int(rejected.sum())
+        rows = np.flatnonzero(~rejected)
+        if not len(rows):
+            return sorted(results.items())
+        self._row_seq += len(rows)
+        self.counts["rows"] += len(rows)
+        codes = cols.key_codes[rows]
+        chunk_codes, first_pos = np.unique(codes, return_index=True)
+        chunk_codes = chunk_codes[np.argsort(first_pos, kind="stable")]
+        position = np.full(len(cols.keys), -1, np.int64)
+        position[chunk_codes] = self._positions([cols.keys[c] for c in chunk_codes.tolist()])
+        key_of_row = position[codes]
+        times, batch = cols.time[rows], batches[rows]
+        owner = np.zeros(len(rows), np.int64) if self._stream else key_of_row
+        # Groups: one per (owner, batch), in owner then batch order; each knows its newest time
+        # and the clock before it (the running maximum of its owner's earlier groups).
+        order = np.lexsort((np.arange(len(rows)), batch, owner))
+        o_sorted, b_sorted = owner[order], batch[order]
+        new_group = np.ones(len(rows), bool)
+        new_group[1:] = (o_sorted[1:] != o_sorted[:-1]) | (b_sorted[1:] != b_sorted[:-1])
+        group_of_sorted = np.cumsum(new_group) - 1
+        group_of_row = np.empty(len(rows), np.int64)
+        group_of_row[order] = group_of_sorted
+        g_first = np.flatnonzero(new_group)
+        g_owner, g_batch = o_sorted[g_first], b_sorted[g_first]
+        g_row = order[g_first]  # the first row of each group, in arrival order within the chunk
+        g_newest = np.maximum.reduceat(times[order], g_first)
+        initial = np.full(len(g_first), self._stream_raw, np.int64) if self._stream else self._raw[g_owner]
+        g_after = pd.Series(np.maximum(g_newest, initial)).groupby(g_owner).cummax().to_numpy()
+        g_before = np.empty_like(g_after)
+        g_before[0] = initial[0]
+        g_before[1:] = np.where(g_owner[1:] == g_owner[:-1], g_after[:-1], initial[1:])
+        raw = g_before[group_of_row]
+        known = raw != NONE
+        mark = np.where(known, raw - self.watermark_spec.delay, 0)
+        span_row, starts, ends = self._spans(times)
+        if self.watermark_spec.lateness_rule == "before_watermark":
+            late_span = known[span_row] & (times[span_row] < mark[span_row])
+        else:
+            late_span = known[span_row] & (ends <= mark[span_row])
+        self.counts["unassigned"] += int((np.bincount(span_row, minlength=len(rows)) == 0).sum())
+        late = np.flatnonzero(late_span)
+        self.counts["late"] += len(late)
+        for s in late.tolist():
+            r = span_row[s]
+            i = int(rows[r])
+            result(int(batch[r])).late.append(LateRow(
+                self._keys[key_of_row[r]], int(times[r]), tuple(cols.row_values(i)), int(mark[r] - times[r]),
+                int(starts[s]), int(ends[s])))
+        on_time = ~late_span
+        self._aggregate(cols, rows, key_of_row[span_row[on_time]], starts[on_time], ends[on_time], span_row[on_time])
+        # Each window closes at its owner's first group whose clock reaches end + delay.
+        w_owner = np.zeros(len(self._wk), np.int64) if self._stream else self._wk
+        target = self._we + self.watermark_spec.delay
+        n_groups, n_windows = len(g_first), len(self._wk)
+        all_owner = np.concatenate([g_owner, w_owner])
+        all_value = np.concatenate([g_after, target])
+        is_group = np.concatenate([np.ones(n_groups, bool), np.zeros(n_windows, bool)])
+        all_batch = np.concatenate([g_batch, np.zeros(n_windows, np.int64)])
+        merged = np.lexsort((all_batch, is_group, all_value, all_owner))  # a window before equal clocks
+        positions = np.where(is_group[merged], np.arange(len(merged)), len(merged))
+        next_group = np.minimum.accumulate(positions[::-1])[::-1]  # first group at or after each place
+        where = np.empty(len(merged), np.int64)
+        where[merged] = np.arange(len(merged))
+        found = next_group[where[n_groups:]]
+        closes = found < len(merged)
+        group = np.where(closes, merged[np.minimum(found, len(merged) - 1)], 0)
+        closes &= all_owner[group] == w_owner
+        due = np.flatnonzero(closes)
+        if len(due):
+            g = group[due]
+            emit_batch = g_batch[g]
+            if self._stream:
+                # every key in first-seen order: the rank of a window's key is its first-seen sequence
+                rank = self._first[self._wk[due]]
+            else:
+                rank = g_row[g]  # keys in the order of their first row in the emitting batch
+            due = due[np.lexsort((self._ws[due], self._we[due], rank, emit_batch))]
+            emit_batch = g_batch[group[due]]
+            seq_before = self._emit_seq
+            emitted = BatchResult()
+            self._fire(emitted, due, ON_TIME, None, presorted=True)
+            for emission, b in zip(emitted.emissions, emit_batch.tolist()):
+                result(b).emissions.append(emission)
+            assert self._emit_seq == seq_before + len(due)
+            drop = np.zeros(len(self._wk), bool)
+            drop[due] = True
+            self._drop_windows(drop)
+        # The clocks as the last batch left them.
+        if self._stream:
+            self._stream_raw = int(g_after.max())
+        else:
+            self._raw[g_owner] = np.maximum(self._raw[g_owner], g_after)
+        return sorted(results.items())
 
     def advance_processing_time(self, now_us: int) -> BatchResult:
         if self._ended:
@@ -433,13 +569,14 @@ class FixedFinalRuntime:
         self._fire(out, np.flatnonzero(due), ON_TIME, rank)
         self._drop_windows(due)
 
-    def _fire(self, out: BatchResult, windows: np.ndarray, firing: str, rank: np.ndarray | None = None) -> None:
+    def _fire(self, out: BatchResult, windows: np.ndarray, firing: str, rank: np.ndarray | None = None,
+              presorted: bool = False) -> None:
         """Emit `windows`: by key (rank, else first seen), then window end, then start."""
         if not len(windows):
             return
-        wk = self._wk[windows]
-        key_rank = (self._first if rank is None else rank)[wk]
-        windows = windows[np.lexsort((self._ws[windows], self._we[windows], key_rank))]
+        if not presorted:
+            key_rank = (self._first if rank is None else rank)[self._wk[windows]]
+            windows = windows[np.lexsort((self._ws[windows], self._we[windows], key_rank))]
         results = [self._results(a, spec, windows) for a, spec in enumerate(self.aggregate_specs)]
         values = list(zip(*results)) if results else [()] * len(windows)
         keys, starts, ends = self._wk[windows].tolist(), self._ws[windows].tolist(), self._we[windows].tolist()

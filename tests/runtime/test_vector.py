@@ -8,13 +8,14 @@ middle, and at end of input.
 import math
 import os
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqlwin.plan import UNBOUNDED, Cumulate, EmitSpec, Hop, Session, Tumble, WatermarkSpec
 from sqlwin.runtime import AggregateSpec, RuntimeConfigError, WindowRuntime
-from sqlwin.runtime.vector import FixedFinalRuntime, supports
+from sqlwin.runtime.vector import Columns, FixedFinalRuntime, supports
 
 SETTINGS = settings(max_examples=int(os.environ.get("SQLWIN_EXAMPLES", 300)), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -97,3 +98,38 @@ def test_it_covers_fixed_windows_with_emit_final_only():
     assert not supports(Tumble(10), wm, EmitSpec(), AGGREGATES, True)
     with pytest.raises(RuntimeConfigError):
         FixedFinalRuntime(Session(10), wm, EmitSpec(), AGGREGATES)
+
+
+@SETTINGS
+@given(windowers, watermarks, streams(), st.integers(0, 3))
+def test_many_batches_at_once_equal_batch_by_batch(windower, watermark, stream, chunks):
+    """process_batches (a replay's chunk of many micro-batches) == the general runtime per batch."""
+    rows, cuts = stream
+    emit = EmitSpec()
+    general = WindowRuntime(windower, watermark, emit, AGGREGATES)
+    vector = FixedFinalRuntime(windower, watermark, emit, AGGREGATES)
+    numbered = [(number, row) for number, batch in enumerate(batches(rows, cuts)) for row in batch]
+    expected = []
+    for number, batch in enumerate(batches(rows, cuts)):
+        result = general.process_batch(batch, 0)
+        expected.append((number, repr(result.emissions), repr(result.late), repr(result.rejected)))
+    got = {}
+    # the stream cut into `chunks + 1` runs of whole batches, each run handed over at once
+    ids = sorted({n for n, _ in numbered})
+    edges = sorted(set(ids[:: max(1, len(ids) // (chunks + 1))][1:]))
+    runs, current = [], []
+    for n, row in numbered:
+        if current and n in edges and current[-1][0] != n:
+            runs.append(current)
+            current = []
+        current.append((n, row))
+    if current:
+        runs.append(current)
+    for run in runs:
+        cols = Columns.from_rows([row for _, row in run], 2)
+        for number, result in vector.process_batches(cols, np.array([n for n, _ in run], np.int64)):
+            got[number] = (number, repr(result.emissions), repr(result.late), repr(result.rejected))
+    empty = (repr([]), repr([]), repr([]))
+    assert [got.get(n, (n, *empty)) for n, *_ in expected] == expected
+    assert repr(vector.end_of_input().emissions) == repr(general.end_of_input().emissions)
+    assert vector.counts == general.counts
