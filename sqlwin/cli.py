@@ -24,6 +24,7 @@ import typing as t
 from pathlib import Path
 
 from sqlwin.errors import SqlwinError, SqlwinRuntimeError, SqlwinUsageError
+from sqlwin.sqltext import quote_identifier
 
 FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 
@@ -224,7 +225,7 @@ def _register_tables(spark, tables: dict[str, Path]) -> None:
         except Exception as err:
             raise SqlwinUsageError(f"Cannot read table {name} from {path}: {_first_line(err)}",
                                    hint=f"a readable {fmt} file") from None
-        frame.createOrReplaceTempView(name)
+        frame.createOrReplaceTempView(quote_identifier(name))
 
 
 # --------------------------------------------------------------------------- output

@@ -37,7 +37,7 @@ from sqlwin.plan import (
     WindowRelation,
     node_position,
 )
-
+from sqlwin.sqltext import identifier_name, quote_identifier
 
 
 @dataclass
@@ -55,7 +55,8 @@ class RawRelation(exp.Expression):
 class _LoweringGenerator(SqlwinGenerator):
     TRANSFORMS = {
         **SqlwinGenerator.TRANSFORMS,
-        RawRelation: lambda gen, e: f"({e.this}) AS {e.args['alias']}" if e.args.get("alias") else f"({e.this})",
+        RawRelation: lambda gen, e: (f"({e.this}) AS {quote_identifier(e.args['alias'])}" if e.args.get("alias")
+                                     else f"({e.this})"),
     }
 
 
@@ -155,7 +156,8 @@ def _strip_modifiers(ast: exp.Expr) -> None:
 def _alias(relation: WindowRelation) -> str:
     # Without an alias of its own the window relation answers to its input's name, so
     # `t.k` keeps working in `SELECT t.k FROM TUMBLE(TABLE t, ...)`.
-    return relation.alias or relation.source_alias or relation.source.split(".")[-1]
+    # A plain name (RawRelation quotes it); relation.source is SQL text, `db`.`t a` -> t a.
+    return relation.alias or relation.source_alias or identifier_name(relation.source) or relation.source
 
 
 # --------------------------------------------------------------------------- time helpers
@@ -166,7 +168,7 @@ class _Time:
     (a DOUBLE / DECIMAL epoch-ms column rounded to the closest millisecond first)."""
 
     def __init__(self, time: TimeColumn):
-        self.column = f"`{time.name}`"
+        self.column = quote_identifier(time.name)
         self.epoch_ms = time.kind == "epoch_ms"
         self._value = time.epoch_ms_sql() if self.epoch_ms else f"unix_micros({self.column})"
         # Rows without a time join no window (a rounded time is also NULL for NaN and infinities).
@@ -200,7 +202,7 @@ def _star_except(relation: WindowRelation, *temporaries: str) -> str:
     columns; the input's are shadowed, as a user chaining windows expects.
     """
     shadowed = [c for c in relation.columns if c.lower() in WINDOW_COLUMNS]
-    dropped = [*temporaries, *(f"`{c}`" for c in shadowed)]
+    dropped = [*temporaries, *(quote_identifier(c) for c in shadowed)]
     return f"* EXCEPT ({', '.join(dropped)})" if dropped else "*"
 
 
@@ -334,7 +336,7 @@ def _count_order(relation: WindowRelation) -> str:
     if relation.order_by:
         return ", ".join(relation.order_by)
     if "arrival_order" in relation.options:
-        return f"`{relation.options['arrival_order']}`"
+        return quote_identifier(relation.options["arrival_order"])
     # A finished table has no order of its own (a stream has: the order its rows arrive).
     raise SqlwinValidationError(
         "COUNT_WINDOW over a finished table needs an order for its rows", node_position(relation.node, "COUNT_WINDOW"),
@@ -371,7 +373,7 @@ def _annotate_count(relation: WindowRelation, w: CountWindow, src: str) -> tuple
 def _count_bounds(relation: WindowRelation) -> str:
     """What window_start / window_end of a count window show: the first / last row's time."""
     if relation.time is not None:
-        return relation.time.epoch_ms_sql() if relation.time.kind == "epoch_ms" else f"`{relation.time.name}`"
+        return relation.time.epoch_ms_sql() if relation.time.kind == "epoch_ms" else quote_identifier(relation.time.name)
     first = _count_order(relation).split(", ")[0]
     return first.rsplit(" ", 1)[0] if first.upper().endswith((" ASC", " DESC")) else first
 
@@ -496,7 +498,7 @@ def _uses_spark_window(relation: WindowRelation) -> bool:
 
 def _spark_window_call(relation: WindowRelation) -> str:
     w = relation.windower
-    return (f"window(`{relation.time.name}`, '{w.size} microseconds', '{w.slide} microseconds', "
+    return (f"window({quote_identifier(relation.time.name)}, '{w.size} microseconds', '{w.slide} microseconds', "
             f"'{w.offset} microseconds')")
 
 

@@ -37,6 +37,7 @@ from sqlwin.plan import (
     node_position,
 )
 from sqlwin.runtime import AggregateSpec
+from sqlwin.sqltext import identifier_name, quote_identifier
 
 SYSTEM_COLUMNS = ("op", "firing", "emit_seq")  # appended to every stateful result
 RESULT_ORDER = ("__batch", "__seq")  # hidden columns of the result: arrival batch, emission sequence
@@ -84,7 +85,7 @@ class StatefulQuery:
         columns += [f"{sql} AS __k{i}" for i, sql in enumerate(self.key_sql)]
         columns.append(f"{_time_micros(rel)} AS __time")
         columns += [f"{sql} AS __a{i}" for i, sql in enumerate(self.argument_sql)]
-        columns += [f"`{name}` AS __r{i}" for i, name in enumerate(self.row_columns)]
+        columns += [f"{quote_identifier(name)} AS __r{i}" for i, name in enumerate(self.row_columns)]
         ptime = options.get("arrival_time")
         columns.append(f"{_micros_of(ptime, rel.columns)} AS __ptime" if ptime else "CAST(NULL AS BIGINT) AS __ptime")
         columns.append(f"{_in_batch_order(rel)} AS __order")
@@ -104,7 +105,7 @@ class StatefulQuery:
 
     def typed_emissions_sql(self, records: str) -> str:
         """Emission records with the window columns in the time column's own type, keys by name."""
-        keys = [f"__k{i} AS `{name}`" for i, name in enumerate(self.key_names)]
+        keys = [f"__k{i} AS {quote_identifier(name)}" for i, name in enumerate(self.key_names)]
         aggregates = [f"__agg{i}" for i in range(len(self.config.aggregates))]
         columns = [*keys, *self._window_columns(), "__windex AS window_index", *aggregates,
                    "__op", "__firing", "__seq", "__batch"]
@@ -121,7 +122,7 @@ class StatefulQuery:
 
     def late_sql(self, records: str) -> str:
         """Late and rejected rows: the row as it came, how late, the window it missed, why."""
-        row = [f"__r{i} AS `{name}`" for i, name in enumerate(self.row_columns)]
+        row = [f"__r{i} AS {quote_identifier(name)}" for i, name in enumerate(self.row_columns)]
         start, end = (self._to_time("__wstart"), self._to_time("__wend"))
         if self._epoch_ms:
             late_by = "div(__late_by, 1000)"
@@ -264,12 +265,15 @@ def _clock_positions(plan: QueryPlan, rel: WindowRelation, keys: list[str]) -> t
 
 
 def _normal(sql: str) -> str:
-    return sql.replace("`", "").lower().split(".")[-1].strip()
+    """A column reference's name, lower case (`t.K` and `k` are the same key); other SQL as written."""
+    name = identifier_name(sql)
+    return (name if name is not None else sql).lower().strip()
 
 
 def _key_name(sql: str, index: int) -> str:
-    name = sql.replace("`", "")
-    return name.split(".")[-1] if name.replace(".", "").replace("_", "").isalnum() else f"__k{index}"
+    """A key column keeps its own name (whatever characters it holds); an expression is __k<i>."""
+    name = identifier_name(sql)
+    return name if name is not None else f"__k{index}"
 
 
 # --------------------------------------------------------------------------- aggregates
@@ -371,8 +375,8 @@ def _unsupported_aggregate(plan: QueryPlan, node: exp.Expr, what: str) -> t.NoRe
 
 
 def _source_sql(rel: WindowRelation) -> str:
-    alias = rel.source_alias
-    return f"{rel.source} AS {alias}" if alias else rel.source
+    alias = rel.source_alias  # a plain name; rel.source is SQL text already
+    return f"{rel.source} AS {quote_identifier(alias)}" if alias else rel.source
 
 
 def _time_micros(rel: WindowRelation) -> str:
@@ -381,15 +385,15 @@ def _time_micros(rel: WindowRelation) -> str:
         return "CAST(NULL AS BIGINT)"
     if time.kind == "epoch_ms":  # a DOUBLE / DECIMAL one rounded to the closest millisecond (QX-20)
         return f"CAST({time.epoch_ms_sql()} AS BIGINT) * 1000"
-    return f"unix_micros(`{time.name}`)"
+    return f"unix_micros({quote_identifier(time.name)})"
 
 
 def _micros_of(column: str, columns: dict[str, str]) -> str:
     """An arrival-time column in microseconds: TIMESTAMP, or LONG epoch milliseconds."""
     kind = columns.get(column, "")
     if kind.startswith("timestamp"):
-        return f"unix_micros(`{column}`)"
-    return f"CAST(`{column}` AS BIGINT) * 1000"
+        return f"unix_micros({quote_identifier(column)})"
+    return f"CAST({quote_identifier(column)} AS BIGINT) * 1000"
 
 
 def _in_batch_order(rel: WindowRelation) -> str:
@@ -422,7 +426,7 @@ def _check_count_order(plan: QueryPlan, rel: WindowRelation, mode: str) -> None:
 
 def _single_order_column(rel: WindowRelation, plan: QueryPlan | None = None) -> str:
     order = rel.order_by
-    name = order[0].strip("`") if len(order) == 1 else ""
+    name = (identifier_name(order[0]) or "") if len(order) == 1 else ""
     if name.lower() not in {c.lower() for c in rel.columns}:
         raise SqlwinUnsupportedError(
             "A stream orders the rows of a micro-batch by one input column (ascending)", rel.position,
@@ -434,5 +438,5 @@ def _single_order_column(rel: WindowRelation, plan: QueryPlan | None = None) -> 
 def _ordinal_of(column: str, columns: dict[str, str]) -> str:
     kind = columns.get(column, "")
     if kind.startswith("timestamp"):
-        return f"unix_micros(`{column}`)"
-    return f"CAST(`{column}` AS BIGINT)"
+        return f"unix_micros({quote_identifier(column)})"
+    return f"CAST({quote_identifier(column)} AS BIGINT)"

@@ -43,6 +43,7 @@ from sqlwin.lower.operator import (
 )
 from sqlwin.lower.replay import integral_flags, record_schema
 from sqlwin.lower.stateful import OperatorConfig, StatefulQuery, prepare_stateful
+from sqlwin.sqltext import quote_identifier
 
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -237,7 +238,7 @@ def start_stream(sw: "Sqlwin", query_text: str, sources: dict[str, t.Any], sink:
         if not frame.isStreaming:
             raise SqlwinUsageError(f"Source {name} is not a streaming DataFrame",
                                    hint="spark.readStream...load(), or a directory of files")
-        frame.createOrReplaceTempView(name)
+        frame.createOrReplaceTempView(quote_identifier(name))  # the table's own name, whatever it holds
     plan = sw.plan(query_text)
     buckets = _bucket_count(checkpoint, query_text, buckets)
     stateful = prepare_stateful(plan, "streaming", buckets)

@@ -1,0 +1,33 @@
+"""Identifiers in the Spark SQL text sqlwin writes.
+
+Column, table, view and alias names come from the user's data (a CSV header, a DataFrame's
+schema) and the user's query. Wherever sqlwin writes one into SQL text itself, rather than
+through a sqlglot AST, it goes through `quote_identifier`: backticks around it, every
+backtick inside doubled, so no name can end the identifier early and inject SQL.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+
+def quote_identifier(name: str) -> str:
+    """`name` as one quoted Spark SQL identifier: `a b` -> `` `a b` ``, ``a`b`` -> ```a``b```."""
+    if not isinstance(name, str):
+        raise TypeError(f"an identifier is a str, not {type(name).__name__}")
+    return "`" + name.replace("`", "``") + "`"
+
+
+def identifier_name(sql: str) -> str | None:
+    """The plain name a one-column (or one-table) SQL reference stands for, unquoted; None otherwise.
+
+    `` `a``b` `` -> ``a`b``; ``t.`x y` `` -> ``x y``; ``lower(k)`` -> None.
+    """
+    try:
+        node = exp.maybe_parse(sql, dialect="spark")
+    except SqlglotError:  # not a reference at all
+        return None
+    if isinstance(node, (exp.Column, exp.Table, exp.Identifier)):
+        return node.name
+    return None
