@@ -26,14 +26,16 @@ from __future__ import annotations
 import re
 import typing as t
 
-from sqlglot import exp, parse as sqlglot_parse
+from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.generators.spark import SparkGenerator
 from sqlglot.parsers.spark import SparkParser
 from sqlglot.tokens import Token, TokenType
 
-from sqlwin.errors import Position, SqlwinSyntaxError
+from sqlwin.errors import Position, SqlwinError, SqlwinSyntaxError
+
+E = t.TypeVar("E", bound=exp.Expr)
 
 WINDOW_FUNCTIONS = (
     "TUMBLE",
@@ -44,6 +46,8 @@ WINDOW_FUNCTIONS = (
     "COUNT_WINDOW",
     "GLOBAL_WINDOW",
 )
+
+_INTERVAL_STRING = re.compile(r"(?:\s*[-+]?[0-9]+(?:\.[0-9]+)?\s*[a-zA-Z]+\s*)+")
 
 # Words that start a sqlwin clause and so can never be an implicit table alias.
 _CLAUSE_WORDS = {"WATERMARK", "EMIT", "LATE"}
@@ -132,6 +136,42 @@ def _position(token: Token | None) -> Position | None:
 
 
 class SqlwinParser(SparkParser):
+    def _parse_csv(self, parse_method, sep=TokenType.COMMA):  # type: ignore[override]
+        """sqlglot skips an empty item (`SELECT a, , b`, `ORDER BY , 4`): Spark does not, nor does sqlwin."""
+        items = []
+        first = True
+        while True:
+            token = self._curr
+            item = parse_method()
+            if item is None and not first and self._prev and self._prev.token_type == sep:
+                self.raise_error(f"Expected an expression after '{self._prev.text}'", token or self._prev)
+            if item is not None:
+                items.append(item)
+            first = False
+            if not self._match(sep):
+                break
+            if item is None:
+                self.raise_error(f"Expected an expression before '{self._prev.text}'", self._prev)
+            if isinstance(item, exp.Expr):
+                self._add_comments(item)
+        return items
+
+    def _parse_interval(self, *args: t.Any, **kwargs: t.Any) -> exp.Expr | None:
+        """sqlglot reads `INTERVAL '1 hour 30'` as INTERVAL '1' HOUR, dropping the rest: refuse what it would drop."""
+        string = self._next if self._curr and self._curr.token_type == TokenType.INTERVAL else None
+        interval = super()._parse_interval(*args, **kwargs)
+        if (interval is not None and string and string.token_type == TokenType.STRING
+                and exp.INTERVAL_STRING_RE.match(string.text) and not _INTERVAL_STRING.fullmatch(string.text)):
+            self.raise_error(f"Cannot read the interval '{string.text}': expected amounts with units, "
+                             "like '1 hour 30 minutes'", string)
+        return interval
+
+    def _parse_from(self, *args: t.Any, **kwargs: t.Any) -> exp.From | None:
+        if (self._curr and self._curr.token_type == TokenType.FROM
+                and self._next and self._next.token_type == TokenType.FROM):
+            self.raise_error("FROM twice: a table, a subquery or a window function belongs after FROM", self._next)
+        return super()._parse_from(*args, **kwargs)
+
     def _parse_table(self, *args: t.Any, **kwargs: t.Any) -> exp.Expr | None:
         if self._at_window_function():
             return self._parse_window_tvf()
@@ -218,6 +258,9 @@ class SqlwinParser(SparkParser):
             name_token = self._curr
             self._advance(2)
             value = self._parse_window_value()
+            if value is None:
+                raise self._syntax_error(f"Expected a value after {name_token.text} =>", self._curr or self._prev,
+                                         f"{name_token.text.upper()} => value, e.g. SIZE => INTERVAL 1 HOUR")
             kwarg = exp.Kwarg(this=exp.var(name_token.text.upper()), expression=value)
             return kwarg.update_positions(name_token)
         return self._parse_window_value()
@@ -232,12 +275,15 @@ class SqlwinParser(SparkParser):
         if token.text.upper() == "DESCRIPTOR" and self._next and self._next.token_type == TokenType.L_PAREN:
             self._advance(2)
             inner = self._parse_assignment()
+            if inner is None:
+                raise self._syntax_error("Expected the time column inside DESCRIPTOR( )", self._curr or self._prev,
+                                         "DESCRIPTOR(ts) | DESCRIPTOR(PROCTIME())")
             self._expect_r_paren("to close DESCRIPTOR(")
-            return Descriptor(this=inner).update_positions(token)
+            return self._keep_source(Descriptor(this=inner).update_positions(token), token)
         value = self._parse_assignment()
         if value is not None and not value.meta.get("line"):
             value.update_positions(token)
-        return value
+        return self._keep_source(value, token)
 
     def _parse_table_argument(self, table_token: Token) -> TableArg:
         table = self._parse_table_parts()
@@ -252,21 +298,21 @@ class SqlwinParser(SparkParser):
             elif self._curr.token_type == TokenType.WITH:
                 arg.set("options", self._parse_window_options())
             elif self._match(TokenType.PARTITION_BY):
-                arg.set("partition_by", self._parse_column_list(self._parse_assignment))
+                arg.set("partition_by", self._parse_column_list(self._parse_assignment, "PARTITION BY"))
             elif self._match(TokenType.ORDER_BY):
-                arg.set("order", self._parse_column_list(self._parse_ordered))
+                arg.set("order", self._parse_column_list(self._parse_ordered, "ORDER BY"))
             else:
                 break
         return arg
 
-    def _parse_column_list(self, parse_item: t.Callable[[], exp.Expr | None]) -> list[exp.Expr]:
+    def _parse_column_list(self, parse_item: t.Callable[[], exp.Expr | None], clause: str) -> list[exp.Expr]:
         """`k1, k2` or `(k1, k2)` inside a window function's argument list.
 
         Commas also separate the function's arguments, so the list goes on only while
         the next item looks like a column (an identifier that does not open a call or a
         named argument): `PARTITION BY k, DESCRIPTOR(ts)` stops after `k`.
         """
-        first = parse_item()
+        first = self._parse_list_item(parse_item, clause)
         if isinstance(first, exp.Tuple):
             return list(first.expressions)
         items = [first]
@@ -280,8 +326,16 @@ class SqlwinParser(SparkParser):
                  or self._tokens[self._index + 2].token_type not in (TokenType.FARROW, TokenType.L_PAREN))
         ):
             self._advance()
-            items.append(parse_item())
+            items.append(self._parse_list_item(parse_item, clause))
         return items
+
+    def _parse_list_item(self, parse_item: t.Callable[[], exp.Expr | None], clause: str) -> exp.Expr:
+        token = self._curr
+        item = parse_item()
+        if item is None:
+            raise self._syntax_error(f"Expected a column in the {clause} list", token or self._prev,
+                                     f"{clause} k1, k2 or {clause} (k1, k2)")
+        return item
 
     def _parse_watermark(self) -> Watermark:
         token = self._curr
@@ -296,7 +350,7 @@ class SqlwinParser(SparkParser):
             if not (self._curr and self._curr.text.upper() == "OF"):
                 raise self._syntax_error("Expected OF after DELAY", self._curr, "DELAY OF INTERVAL 5 SECONDS")
             self._advance()
-            delay = self._parse_bitwise()
+            delay = self._parse_clause_value("DELAY OF", "DELAY OF INTERVAL 5 SECONDS | DELAY OF UNBOUNDED")
         return Watermark(this=column, delay=delay).update_positions(token)
 
     def _parse_window_options(self) -> WindowOptions:
@@ -311,7 +365,8 @@ class SqlwinParser(SparkParser):
             if name is None or not self._match(TokenType.EQ):
                 raise self._syntax_error("Expected name = value in the options list", self._curr or name_token,
                                          "WITH (watermark_strategy = 'min_event_time', idle_timeout = INTERVAL 5 MINUTES)")
-            value = self._parse_bitwise()
+            value = self._parse_clause_value(f"{name.name} =", "WITH (watermark_strategy = 'min_event_time', "
+                                      "idle_timeout = INTERVAL 5 MINUTES, arrival_order = column)")
             options.append(WindowOption(this=name, expression=value).update_positions(name_token))
             if not self._match(TokenType.COMMA):
                 break
@@ -335,7 +390,7 @@ class SqlwinParser(SparkParser):
             elif word == "ALLOWED":
                 self._advance()
                 self._expect_word("LATENESS", "ALLOWED LATENESS INTERVAL 1 HOUR")
-                emit.set("allowed_lateness", self._parse_bitwise())
+                emit.set("allowed_lateness", self._parse_clause_value("ALLOWED LATENESS", "ALLOWED LATENESS INTERVAL 1 HOUR"))
             elif word == "LATE" and self._next and self._next.text.upper() == "EVERY":
                 self._advance(2)
                 self._parse_every(emit, "late")
@@ -360,12 +415,16 @@ class SqlwinParser(SparkParser):
 
     def _parse_every(self, emit: Emit, which: str) -> None:
         if self._curr and self._curr.token_type == TokenType.INTERVAL:
-            emit.set(f"{which}_interval", self._parse_bitwise())
+            emit.set(f"{which}_interval", self._parse_clause_value(f"{which.upper()} EVERY",
+                                                            f"{which.upper()} EVERY INTERVAL 10 SECONDS"))
             return
+        token = self._curr
         count = self._parse_primary()
         if not (isinstance(count, exp.Literal) and not count.is_string):
             raise self._syntax_error(f"Expected an interval or a row count after {which.upper()} EVERY",
-                                     self._prev, f"{which.upper()} EVERY INTERVAL 10 SECONDS | {which.upper()} EVERY 100 ROWS")
+                                     token or self._prev,
+                                     f"{which.upper()} EVERY INTERVAL 10 SECONDS | {which.upper()} EVERY 100 ROWS")
+        self._keep_source(count.update_positions(token), token)
         self._expect_word("ROWS", f"{which.upper()} EVERY {count.this} ROWS", also=("ROW",))
         emit.set(f"{which}_rows", count)
 
@@ -375,8 +434,26 @@ class SqlwinParser(SparkParser):
             return
         raise self._syntax_error(f"Expected {word}", self._curr or self._prev, accepted)
 
+    def _parse_clause_value(self, after: str, accepted: str) -> exp.Expr:
+        """An expression (an interval, a name, a string) that must follow `after`, placed at its first token."""
+        token = self._curr
+        value = self._parse_bitwise()
+        if value is None:
+            raise self._syntax_error(f"Expected a value after {after}", token, accepted)
+        if not value.meta.get("line"):
+            value.update_positions(token)
+        return self._keep_source(value, token)
+
+    def _keep_source(self, node: E | None, first: Token | None) -> E | None:
+        """Remember the text the user wrote for `node` (from `first` to the last token read): errors quote it
+        rather than sqlglot's rewriting (`INTERVAL 1e308 MINUTES`, not `INTERVAL '1E+308' MINUTES`)."""
+        last = self._prev
+        if node is not None and first and last and last.end >= first.start:
+            node.meta["source"] = self.sql[first.start:last.end + 1]
+        return node
+
     def _syntax_error(self, message: str, token: Token | None, hint: str | None = None) -> SqlwinSyntaxError:
-        return SqlwinSyntaxError(message, _position(token), hint)
+        return SqlwinSyntaxError(message, _position(token or self._curr or self._prev), hint)
 
 
 # --------------------------------------------------------------------------- generator
@@ -487,20 +564,76 @@ class Sqlwin(Spark):
 
 def parse(sql: str) -> list[exp.Expr]:
     """Parse one or more `;`-separated statements, turning sqlglot errors into SqlwinSyntaxError."""
+    return _parse(sql)[0]
+
+
+def _parse(sql: str) -> tuple[list[exp.Expr], list[Token]]:
+    unclosed = _unclosed(sql)
+    if unclosed is not None and unclosed[0] == "comment":
+        # sqlglot reads an unclosed /* as a comment running to the end: the rest of the query would vanish.
+        raise _unclosed_error(sql, *unclosed)
+    dialect = Sqlwin()
     try:
-        statements = [s for s in sqlglot_parse(sql, dialect=Sqlwin) if s is not None]
+        tokens = dialect.tokenize(sql)
+    except TokenError as err:
+        raise _from_token_error(err, sql, unclosed) from None
+    parser = dialect.parser()
+    try:
+        statements = [s for s in parser.parse(tokens, sql) if s is not None]
     except SqlwinSyntaxError as err:
         raise err.with_query(sql) from None
     except ParseError as err:
-        raise _from_parse_error(err, sql) from None
-    except TokenError as err:
-        raise SqlwinSyntaxError(f"Cannot read the query: {err}", hint="Spark SQL with sqlwin's window functions",
-                                query=sql) from None
+        raise _from_parse_error(err, sql, tokens, parser._curr, parser._prev) from None
+    except RecursionError:
+        raise SqlwinSyntaxError("The query nests too deeply to read", _position(parser._curr or parser._prev),
+                                "fewer nested parentheses or subqueries", query=sql) from None
+    except Exception as err:  # noqa: BLE001 - the last resort: a sqlglot or sqlwin bug, still placed in the query
+        raise internal_error(SqlwinSyntaxError, err, _position(parser._curr or parser._prev), sql) from None
     if not statements:
-        raise SqlwinSyntaxError("The query is empty", hint="a SELECT statement", query=sql)
+        raise SqlwinSyntaxError("The query is empty", Position(1, 1), hint="a SELECT statement", query=sql)
+    _no_bare_expressions(statements, tokens, sql)
     for statement in statements:
         _one_ordered_collect_form(statement)
-    return statements
+    return statements, tokens
+
+
+def _no_bare_expressions(statements: list[exp.Expr], tokens: list[Token], sql: str) -> None:
+    """sqlglot reads `k`, `SELEC` or `f(x)` alone as a statement; Spark does not, and neither does sqlwin."""
+    chunks: list[list[Token]] = [[]]
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            chunks.append([])
+        else:
+            chunks[-1].append(token)
+    firsts = [chunk[0] for chunk in chunks if chunk]
+    for i, statement in enumerate(statements):
+        if isinstance(statement, exp.Condition):
+            first = firsts[i] if len(firsts) == len(statements) else None
+            word = first.text if first is not None else _short(statement)
+            keyword = _misspelling(word)
+            raise SqlwinSyntaxError(f"'{word}' cannot start a statement" + (f": did you mean {keyword}?" if keyword else ""),
+                                    _position(first) or Position(1, 1), "a statement starting with SELECT or WITH",
+                                    query=sql)
+
+
+def _short(node: exp.Expr) -> str:
+    try:
+        return node.sql(dialect=Sqlwin)[:30]
+    except Exception:  # noqa: BLE001 - only for a message
+        return type(node).__name__
+
+
+def internal_error(kind: type[SqlwinError], err: Exception, position: Position | None, sql: str) -> SqlwinError:
+    """An exception sqlwin did not foresee, as a SqlwinError that still points into the query.
+
+    Only the parse and plan entry points use this, after every known cause has its own error;
+    `.internal` keeps what happened (the fuzz test counts these as crashes).
+    """
+    error = kind(f"sqlwin cannot read the query here ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})",
+                 position or Position(1, 1), "Spark SQL with sqlwin's window functions (docs/sql.md); if the query "
+                 "is valid, please report it", query=sql)
+    error.internal = f"{type(err).__name__}: {err}"
+    return error
 
 
 def _one_ordered_collect_form(statement: exp.Expr) -> None:
@@ -514,23 +647,174 @@ def _one_ordered_collect_form(statement: exp.Expr) -> None:
 
 
 def parse_one(sql: str) -> exp.Expr:
-    statements = parse(sql)
+    statements, tokens = _parse(sql)
     if len(statements) > 1:
+        following = (b for a, b in zip(tokens, tokens[1:])
+                     if a.token_type == TokenType.SEMICOLON and b.token_type != TokenType.SEMICOLON)
         raise SqlwinSyntaxError(f"Expected one statement, found {len(statements)}",
+                                _position(next(following, None)) or Position(1, 1),
                                 hint="a single SELECT (put helper queries in a WITH clause)", query=sql)
     return statements[0]
 
 
-def _from_parse_error(err: ParseError, sql: str) -> SqlwinSyntaxError:
+# --------------------------------------------------------------------------- syntax errors
+
+_SYNTAX_HINT = "Spark SQL; window functions as FROM TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL 1 HOUR)"
+
+# Words a misspelling is compared with ("SELEC" -> SELECT).
+KEYWORDS = (
+    "SELECT", "FROM", "WHERE", "GROUP", "ORDER", "HAVING", "LIMIT", "WITH", "JOIN", "INNER", "LEFT", "RIGHT", "FULL",
+    "OUTER", "CROSS", "UNION", "EXCEPT", "INTERSECT", "DISTINCT", "TABLE", "DESCRIPTOR", "INTERVAL", "EMIT", "WATERMARK",
+    "DELAY", "PARTITION", "BETWEEN", "EXISTS", "LATERAL", "VALUES", "CASE", "WHEN", "THEN", "ELSE", "FINAL", "CHANGES",
+    "EARLY", "EVERY", "ALLOWED", "LATENESS", "ROWS", "INTO", "ACCUMULATING", "DISCARDING", "RETRACTING", "UPDATED",
+    "UNBOUNDED", "PROCTIME", "TIMESTAMP", *WINDOW_FUNCTIONS,
+)
+_STATEMENT_STARTS = ("SELECT", "WITH", "FROM", "VALUES", "TABLE")
+
+_NODE_WORDS = {
+    "Mul": "'*'", "Div": "'/'", "Add": "'+'", "Sub": "'-'", "Mod": "'%'", "EQ": "'='", "NEQ": "'<>'", "GT": "'>'",
+    "GTE": "'>='", "LT": "'<'", "LTE": "'<='", "And": "AND", "Or": "OR", "Not": "NOT", "Alias": "the alias",
+    "Where": "WHERE", "Having": "HAVING", "Group": "GROUP BY", "Order": "ORDER BY", "Limit": "LIMIT",
+    "Interval": "INTERVAL", "Cast": "CAST", "Between": "BETWEEN", "In": "IN", "Like": "LIKE", "Join": "JOIN",
+    "Neg": "'-'", "Paren": "'('", "Kwarg": "'=>'", "PropertyEQ": "':='",
+}
+
+
+def _words(node_class: str) -> str:
+    return _NODE_WORDS.get(node_class) or re.sub(r"(?<!^)(?=[A-Z])", " ", node_class).lower()
+
+
+def _readable(description: str, found: str) -> str:
+    """sqlglot's description with its internals (token reprs, class names) in the words of the query."""
+    description = re.sub(r"<Token token_type: TokenType\.SENTINEL,[^>]*>", "the end of the query", description)
+    description = re.sub(r"<Token token_type: [^,]+, text: (.*?), line: [^>]*>", r"'\1'", description)
+    required = re.match(r"Required keyword: '(\w+)' missing for <class '[\w.]*?(\w+)'>", description)
+    if required:
+        return f"{_words(required.group(2))} is incomplete, found {found}"
+    if description.startswith("Invalid expression / Unexpected token"):
+        return f"unexpected {found}"
+    expecting = re.fullmatch(r"Expecting (\S+)", description)
+    if expecting:
+        return f"expected '{expecting.group(1)}', found {found}"
+    return re.sub(r"<class '[\w.]*?(\w+)'>", lambda m: _words(m.group(1)), description)
+
+
+def _misspelling(word: str) -> str | None:
+    """The keyword `word` is one typo (a letter dropped, added, changed or two swapped) away from."""
+    upper = word.upper()
+    if len(upper) < 4 or upper in KEYWORDS or not upper.replace("_", "").isalpha():
+        return None
+    for keyword in KEYWORDS:
+        if abs(len(keyword) - len(upper)) <= 1 and _edits(upper, keyword) <= 1:
+            return keyword
+    return None
+
+
+def _edits(a: str, b: str) -> int:
+    """Optimal string alignment distance (Levenshtein plus swapped neighbours)."""
+    rows = [list(range(len(b) + 1))] + [[i] + [0] * len(b) for i in range(1, len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            rows[i][j] = min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                rows[i][j] = min(rows[i][j], rows[i - 2][j - 2] + 1)
+    return rows[len(a)][len(b)]
+
+
+def _from_parse_error(err: ParseError, sql: str, tokens: list[Token], current: Token | None,
+                      previous: Token | None) -> SqlwinSyntaxError:
     detail = err.errors[0] if err.errors else {}
-    description = detail.get("description") or str(err).splitlines()[0]
-    # sqlglot names tokens by their repr; a user wants the text they typed.
-    description = re.sub(r"<Token token_type: [^,]+, text: ([^,]*),[^>]*>", r"'\1'", description)
     line, col = detail.get("line"), detail.get("col")
     highlight = detail.get("highlight") or ""
-    position = None
     if line and col:
         position = Position(line, max(col - len(highlight) + 1, 1), highlight)
-    return SqlwinSyntaxError(f"Syntax error: {description}", position,
-                             hint="Spark SQL; window functions as FROM TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL 1 HOUR)",
-                             query=sql)
+    else:  # a ParseError without a place: where the parser stopped
+        position = _position(current or previous) or Position(1, 1)
+    at = next((i for i, tok in enumerate(tokens) if (tok.line, tok.col) == (line, col)), None)
+    found = f"'{highlight}'" if highlight and at is not None and current else "the end of the query"
+    description = _readable(detail.get("description") or str(err).splitlines()[0], found)
+
+    # A misspelled keyword: at the start of the statement, where the parser stopped, or just before.
+    if at is not None:
+        start = next((i + 1 for i in range(at - 1, -1, -1) if tokens[i].token_type == TokenType.SEMICOLON), 0)
+        first = tokens[start]
+        if first.token_type == TokenType.VAR and first.text.upper() not in _STATEMENT_STARTS:
+            keyword = _misspelling(first.text)
+            message = f"'{first.text}' cannot start a statement" + (f": did you mean {keyword}?" if keyword else "")
+            return SqlwinSyntaxError(message, _position(first), "a statement starting with SELECT or WITH", query=sql)
+        called = (tokens[i] for i in range(at - 1, max(start, at - 12) - 1, -1)
+                  if tokens[i].token_type == TokenType.VAR and tokens[i + 1].token_type == TokenType.L_PAREN)
+        for token in (tokens[at], tokens[at - 1] if at > start else None, next(called, None)):
+            if token is not None and token.token_type == TokenType.VAR and _misspelling(token.text):
+                description += f" (did you mean {_misspelling(token.text)} instead of '{token.text}'?)"
+                break
+    return SqlwinSyntaxError(f"Syntax error: {description}", position, hint=_SYNTAX_HINT, query=sql)
+
+
+def _offset_position(sql: str, offset: int, length: int = 1) -> Position:
+    offset = max(min(offset, len(sql) - 1), 0)
+    line = sql.count("\n", 0, offset) + 1
+    column = offset - (sql.rfind("\n", 0, offset) + 1) + 1
+    text = sql[offset:offset + length].split("\n")[0]
+    return Position(line, column, text)
+
+
+def _unclosed(sql: str) -> tuple[str, int] | None:
+    """The first string, quoted identifier or /* comment that is never closed: (kind, offset of its opening)."""
+    i, n = 0, len(sql)
+    while i < n:
+        char = sql[i]
+        if char in "'\"`":
+            j = i + 1
+            while j < n and sql[j] != char:
+                j += 2 if sql[j] == "\\" and char != "`" else 1
+            if j >= n:
+                return ("identifier" if char == "`" else "string"), i
+            i = j + 1
+        elif sql.startswith("--", i):
+            end = sql.find("\n", i)
+            if end < 0:
+                return None
+            i = end + 1
+        elif sql.startswith("/*", i):
+            depth, j = 1, i + 2  # Spark nests bracketed comments
+            while j < n and depth:
+                if sql.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif sql.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            if depth:
+                return "comment", i
+            i = j
+        else:
+            i += 1
+    return None
+
+
+def _unclosed_error(sql: str, kind: str, offset: int) -> SqlwinSyntaxError:
+    opener = sql[offset:offset + 2] if kind == "comment" else sql[offset]
+    what = {"comment": "comment", "string": "string literal", "identifier": "quoted name"}[kind]
+    closer = "*/" if kind == "comment" else opener
+    position = _offset_position(sql, offset, max(len(sql[offset:].split("\n")[0][:20]), 1))
+    return SqlwinSyntaxError(f"Unterminated {what}: the {opener} here is never closed", position,
+                             f"{what}s end with {closer}" + (" (an escaped quote inside is \\' or '')" if kind == "string"
+                                                             and opener == "'" else ""), query=sql)
+
+
+def _from_token_error(err: TokenError, sql: str, unclosed: tuple[str, int] | None) -> SqlwinSyntaxError:
+    if unclosed is not None:
+        return _unclosed_error(sql, *unclosed)
+    cause = str(err.__cause__ or err)
+    place = re.search(r" from (\d+):(\d+)$", cause)
+    if place:
+        offset = int(place.group(2))
+    elif err.start is not None:
+        offset = err.start + 50 if err.start else 0
+    else:
+        offset = 0
+    reason = re.sub(r" from \d+:\d+$", "", cause.splitlines()[0] if cause else "")
+    return SqlwinSyntaxError(f"Cannot read the query: {reason}", _offset_position(sql, offset),
+                             hint="Spark SQL with sqlwin's window functions", query=sql)
