@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 import re
 import typing as t
 from dataclasses import dataclass
@@ -187,9 +186,12 @@ def spark_error(err: Exception, query: str) -> SqlwinError:
     """A Spark analysis error as a sqlwin error pointing into the user's query, not the lowered SQL."""
     text = str(err)
     condition = getattr(err, "getCondition", lambda: None)() or ""
-    first = text.splitlines()[0] if text else condition
+    # Spark's message, never an empty one: a ParseException's text starts with a blank line.
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    first = lines[0] if lines else ""
     first = re.sub(r"\s*SQLSTATE: \w+", "", first)
-    first = re.sub(r"; line \d+ pos \d+.*", "", first)
+    first = re.sub(r"; line \d+ pos \d+.*", "", first).strip()
+    first = first or condition or type(err).__name__
     position = None
     for match in _SPARK_NAME.finditer(first):
         name = (match.group(1) or match.group(2)).split(".")[-1]
@@ -207,8 +209,18 @@ def spark_error(err: Exception, query: str) -> SqlwinError:
 
 @contextlib.contextmanager
 def _quiet_spark_error_log():
-    """PySpark logs every analysis error with its JVM stack; sqlwin reports it itself, briefly."""
-    logger = logging.getLogger("SQLQueryContextLogger")
+    """PySpark logs every analysis error with its JVM stack; sqlwin reports it itself, briefly.
+
+    The logger is PySpark's own (a PySparkLogger, whose calls take keyword context such as
+    errorClass=): created here with plain logging.getLogger, before PySpark creates it, it
+    would be a logging.Logger, and every later Spark error in the session a TypeError.
+    """
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # a PySpark without structured logging: nothing of ours to quiet
+        yield
+        return
+    logger = PySparkLogger.getLogger("SQLQueryContextLogger")
     previous = logger.disabled
     logger.disabled = True
     try:
