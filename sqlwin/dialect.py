@@ -705,12 +705,12 @@ def _misspelling(word: str) -> str | None:
     if len(upper) < 4 or upper in KEYWORDS or not upper.replace("_", "").isalpha():
         return None
     for keyword in KEYWORDS:
-        if abs(len(keyword) - len(upper)) <= 1 and _edits(upper, keyword) <= 1:
+        if abs(len(keyword) - len(upper)) <= 1 and edit_distance(upper, keyword) <= 1:
             return keyword
     return None
 
 
-def _edits(a: str, b: str) -> int:
+def edit_distance(a: str, b: str) -> int:
     """Optimal string alignment distance (Levenshtein plus swapped neighbours)."""
     rows = [list(range(len(b) + 1))] + [[i] + [0] * len(b) for i in range(1, len(a) + 1)]
     for i in range(1, len(a) + 1):

@@ -16,6 +16,7 @@ import datetime as dt
 import re
 import typing as t
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 
 from sqlglot import exp
 
@@ -23,9 +24,12 @@ from sqlwin.dialect import (
     Descriptor,
     Emit,
     LateRowsInto,
+    Sqlwin,
     TableArg,
     WindowOptions,
     WindowTVF,
+    edit_distance,
+    internal_error,
     parse_one,
 )
 from sqlwin.errors import Position, SqlwinError, SqlwinUnsupportedError, SqlwinValidationError
@@ -40,6 +44,8 @@ MICROS = {
     "DAY": 86_400_000_000,
     "WEEK": 7 * 86_400_000_000,
 }
+MAX_MICROS = 2**63 - 1  # a duration must fit a signed 64-bit count of microseconds (Spark's TIMESTAMP, LONG)
+MAX_ROWS = 2**31 - 1  # a row count (COUNT_WINDOW, EVERY n ROWS) must fit Spark's INT
 WINDOW_COLUMNS = ("window_start", "window_end", "window_time", "window_index")
 TIMESTAMP_TYPES = ("timestamp", "timestamp_ntz")
 EPOCH_MS_TYPES = ("bigint", "int", "smallint", "tinyint")
@@ -254,7 +260,24 @@ def build_plan(sql: str, schema_of: SchemaLookup = lambda name: None) -> QueryPl
 
 
 def _build(sql: str, ast: exp.Expr, schema_of: SchemaLookup) -> QueryPlan:
-    windows = [_window_relation(node, schema_of) for node in ast.find_all(WindowTVF)]
+    windows = [_guarded(_window_relation, node, sql, node, schema_of) for node in ast.find_all(WindowTVF)]
+    return _guarded(_finish, ast, sql, sql, ast, windows)
+
+
+def _guarded(build: t.Callable[..., t.Any], node: exp.Expr, sql: str, *args: t.Any) -> t.Any:
+    """The last resort: an exception nobody foresaw while reading `node` becomes a SqlwinError placed at it.
+
+    Schema lookups raise their own SqlwinErrors (an unknown table), which pass through.
+    """
+    try:
+        return build(*args)
+    except SqlwinError:
+        raise
+    except Exception as err:  # noqa: BLE001 - every known cause has its own error; this keeps a place for the rest
+        raise internal_error(SqlwinValidationError, err, _node_position(node, _short_sql(node)), sql) from None
+
+
+def _finish(sql: str, ast: exp.Expr, windows: list[WindowRelation]) -> QueryPlan:
     emit, emit_position = _emit_spec(ast)
     late = ast.args.get("late_into")
     late_into = late.this.sql(dialect="spark") if isinstance(late, LateRowsInto) else None  # quoted as needed
@@ -276,7 +299,7 @@ def _node_position(node: exp.Expr | None, text: str | None = None) -> Position |
             return None
         meta = inner.meta
     col = meta["col"]
-    token_text = text if text is not None else node.sql(dialect="spark") if len(node.sql()) < 60 else ""
+    token_text = text if text is not None else _user_text(node, limit=60)
     # sqlglot records the column of a token's last character; show its first.
     start, end = meta.get("start"), meta.get("end")
     if start is not None and end is not None:
@@ -285,6 +308,27 @@ def _node_position(node: exp.Expr | None, text: str | None = None) -> Position |
 
 
 node_position = _node_position  # public: later layers point errors into the query
+
+
+def _short_sql(node: exp.Expr, limit: int = 60) -> str:
+    """The node as the user might have written it, when short enough to quote ('' otherwise)."""
+    text = _sql_text(node)
+    return text if len(text) < limit else ""
+
+
+def _user_text(node: exp.Expr | None, limit: int | None = None) -> str:
+    """What the user wrote for `node` (its first line), when the parser kept it; else the node as SQL."""
+    source = node.meta.get("source") if node is not None else None
+    text = source.strip().splitlines()[0] if source and source.strip() else _sql_text(node)
+    return "" if limit is not None and len(text) >= limit else text
+
+
+def _sql_text(node: exp.Expr | None) -> str:
+    """The node as SQL, for a message ('' for a node sqlglot cannot write)."""
+    try:
+        return node.sql(dialect=Sqlwin) if node is not None else ""
+    except Exception:  # noqa: BLE001 - a message must not fail while saying what is wrong
+        return ""
 
 
 def _fail(message: str, node: exp.Expr | None, hint: str | None = None, text: str | None = None) -> t.NoReturn:
@@ -457,65 +501,120 @@ def _type_of(name: str, columns: dict[str, str]) -> str | None:
 
 def duration_micros(value: exp.Expr, time: TimeColumn | None, what: str, allow_zero: bool = False,
                     allow_negative: bool = False) -> int:
-    """An INTERVAL (or, for an epoch-ms time column, a number of milliseconds) in microseconds."""
-    micros = _interval_micros(value, time, what)
+    """An INTERVAL (or, for an epoch-ms time column, a number of milliseconds) in microseconds.
+
+    Range-checked: a duration fits a signed 64-bit count of microseconds (what Spark's TIMESTAMP
+    arithmetic and the runtime hold), is positive unless zero or negative are allowed.
+    """
+    micros = _interval_micros(value, time, what, value)
+    if abs(micros) > MAX_MICROS:
+        _fail(f"{what} {_user_text(value)} is too long: a duration must fit in 64-bit microseconds "
+              f"(at most {MAX_MICROS // MICROS['DAY']:,} days)", value,
+              f"a duration up to INTERVAL {MAX_MICROS // MICROS['DAY']} DAYS")
     if micros < 0 and not allow_negative or micros == 0 and not allow_zero:
-        _fail(f"{what} must be positive, got {value.sql(dialect='spark')}", value,
-              f"a positive interval, e.g. {what} INTERVAL 10 SECONDS" if what.isupper() else "a positive interval")
+        sign = "positive" if not allow_zero else "zero or positive"
+        _fail(f"{what} must be {sign}, got {_user_text(value)}", value,
+              f"a {sign} interval, e.g. {what} INTERVAL 10 SECONDS" if what.isupper() else f"a {sign} interval")
     if time is not None and time.kind == "epoch_ms" and micros % 1_000:
         _fail(f"{what} is finer than a millisecond, the unit of the time column {time.name}", value,
               "a whole number of milliseconds")
     return micros
 
 
-def _interval_micros(value: exp.Expr, time: TimeColumn | None, what: str) -> int:
+def _interval_micros(value: exp.Expr, time: TimeColumn | None, what: str, where: exp.Expr) -> int:
+    """`where`: the whole argument, which errors point at when a part of it has no position of its own."""
     if isinstance(value, exp.Paren):
-        return _interval_micros(value.this, time, what)
+        return _interval_micros(value.this, time, what, where)
     if isinstance(value, exp.Neg):
-        return -_interval_micros(value.this, time, what)
+        return -_interval_micros(value.this, time, what, where)
     if isinstance(value, exp.Add):
-        return _interval_micros(value.this, time, what) + _interval_micros(value.expression, time, what)
+        return _interval_micros(value.this, time, what, where) + _interval_micros(value.expression, time, what, where)
     if isinstance(value, exp.Interval):
-        return _interval_literal_micros(value, what)
+        return _interval_literal_micros(value, what, _placed(value, where))
     if isinstance(value, exp.Literal) and not value.is_string:
         if time is not None and time.kind == "epoch_ms":
-            return int(float(value.this) * 1_000)
-        _fail(f"{what} needs a unit: {value.this} of what?", value,
+            return _scaled(_number(value.this, what, _placed(value, where)), 1_000, what, _placed(value, where))
+        _fail(f"{what} needs a unit: {value.this} of what?", _placed(value, where),
               f"INTERVAL {value.this} SECONDS (a bare number means milliseconds only with a LONG epoch-ms time column)")
-    _fail(f"{what} must be an interval", value, "INTERVAL 10 SECONDS, INTERVAL '1' HOUR, INTERVAL '1 hour 30 minutes'")
+    _fail(f"{what} must be an interval", _placed(value, where),
+          "INTERVAL 10 SECONDS, INTERVAL '1' HOUR, INTERVAL '1 hour 30 minutes'")
 
 
-_UNIT_RE = re.compile(r"(-?\d+(?:\.\d+)?)\s*([a-zA-Z]+)")
+def _placed(node: exp.Expr | None, where: exp.Expr) -> exp.Expr:
+    """`node` if errors can point at it, else the larger expression around it."""
+    return node if node is not None and _node_position(node) is not None else where
 
 
-def _interval_literal_micros(interval: exp.Interval, what: str) -> int:
+_UNIT_PAIR = re.compile(r"\s*([-+]?\d+(?:\.\d+)?)\s*([a-zA-Z]+)")
+_INTERVAL_HINT = "INTERVAL 90 MINUTES, INTERVAL '1' HOUR or INTERVAL '1 hour 30 minutes'"
+
+
+def _interval_literal_micros(interval: exp.Interval, what: str, where: exp.Expr) -> int:
     amount = interval.this
     unit = interval.args.get("unit")
-    text = amount.name if amount is not None else ""
-    if unit is None:  # INTERVAL '1 hour 30 minutes'
-        pairs = _UNIT_RE.findall(text)
-        if not pairs:
-            _fail(f"Cannot read the interval {interval.sql(dialect='spark')}", interval,
-                  "INTERVAL '1 hour 30 minutes' or INTERVAL 90 MINUTES")
-        return sum(_unit_micros(float(n), u, interval, what) for n, u in pairs)
+    if not isinstance(amount, exp.Literal):
+        _fail(f"Cannot read the interval {_user_text(interval)}: its amount must be a number",
+              where, _INTERVAL_HINT)
+    text = amount.name
     if isinstance(unit, exp.IntervalSpan):
-        _fail("Interval ranges (DAY TO SECOND) are not supported", interval, "INTERVAL '1 hour 30 minutes'")
-    try:
-        number = float(text)
-    except ValueError:
-        return _interval_literal_micros(exp.Interval(this=exp.Literal.string(f"{text} {unit.name}")), what)
-    return _unit_micros(number, unit.name, interval, what)
+        _fail("Interval ranges (DAY TO SECOND) are not supported", where, "INTERVAL '1 hour 30 minutes'")
+    if unit is not None:
+        try:
+            number = Decimal(text.strip())
+        except InvalidOperation:
+            # INTERVAL '1 hour 30' MINUTES is no duration; INTERVAL '90' MINUTES is.
+            _fail(f"Cannot read the interval {_user_text(interval)}", where, _INTERVAL_HINT)
+        return _unit_micros(number, unit.name, where, what)
+    # INTERVAL '1 hour 30 minutes': number-unit pairs, and nothing else.
+    pairs, at = [], 0
+    while at < len(text.rstrip()):
+        match = _UNIT_PAIR.match(text, at)
+        if match is None:
+            _fail(f"Cannot read the interval {_user_text(interval)}", where, _INTERVAL_HINT)
+        pairs.append(match.groups())
+        at = match.end()
+    if not pairs:
+        _fail(f"Cannot read the interval {_user_text(interval)}", where, _INTERVAL_HINT)
+    return sum(_unit_micros(Decimal(n), u, where, what) for n, u in pairs)
 
 
-def _unit_micros(number: float, unit: str, node: exp.Expr, what: str) -> int:
+def _unit_micros(number: Decimal, unit: str, node: exp.Expr, what: str) -> int:
     name = unit.upper().rstrip("S") if unit.upper() not in ("MS", "US") else unit.upper()
     name = {"MS": "MILLISECOND", "US": "MICROSECOND", "SEC": "SECOND", "MIN": "MINUTE", "H": "HOUR"}.get(name, name)
     if name in ("MONTH", "YEAR", "QUARTER"):
         _fail(f"{what} of a {name.lower()} has no fixed length", node,
               "an interval of fixed length: WEEKS, DAYS, HOURS, MINUTES, SECONDS, MILLISECONDS")
     if name not in MICROS:
-        _fail(f"Unknown interval unit {unit}", node, "WEEK, DAY, HOUR, MINUTE, SECOND, MILLISECOND, MICROSECOND")
-    return round(number * MICROS[name])
+        close = [u for u in MICROS if _one_typo(name, u)]
+        _fail(f"Unknown interval unit {unit}" + (f": did you mean {close[0]}S?" if close else ""), node,
+              "WEEK, DAY, HOUR, MINUTE, SECOND, MILLISECOND, MICROSECOND")
+    return _scaled(number, MICROS[name], what, node)
+
+
+def _one_typo(word: str, unit: str) -> bool:
+    return len(word) >= 3 and edit_distance(word, unit) <= 1
+
+
+def _number(text: str, what: str, node: exp.Expr) -> Decimal:
+    try:
+        return Decimal(text)
+    except InvalidOperation:
+        _fail(f"{what} must be a number, got {text}", node, "a number, e.g. 1000")
+
+
+def _scaled(number: Decimal, unit_micros: int, what: str, node: exp.Expr) -> int:
+    """number × unit in whole microseconds, refused when it is no finite number or does not fit 64 bits."""
+    if not number.is_finite():
+        _fail(f"{what} must be a finite number, got {_user_text(node)}", node, "INTERVAL 10 SECONDS")
+    micros = number * unit_micros
+    if abs(micros) > MAX_MICROS:
+        _fail(f"{what} {_user_text(node)} is too long: a duration must fit in 64-bit microseconds "
+              f"(at most {MAX_MICROS // MICROS['DAY']:,} days)", node,
+              f"a duration up to INTERVAL {MAX_MICROS // MICROS['DAY']} DAYS")
+    return round(micros)
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
 def _offset_micros(value: exp.Expr, time: TimeColumn | None) -> int:
@@ -527,11 +626,11 @@ def _offset_micros(value: exp.Expr, time: TimeColumn | None) -> int:
         try:
             instant = dt.datetime.fromisoformat(text.replace(" ", "T"))
         except ValueError:
-            _fail(f"Cannot read the alignment instant {value.sql(dialect='spark')}", value,
+            _fail(f"Cannot read the alignment instant {_user_text(value)}", value,
                   "OFFSET => INTERVAL 30 MINUTES, or an instant TIMESTAMP '2023-12-14 00:00:00'")
         if instant.tzinfo is None:
             instant = instant.replace(tzinfo=dt.timezone.utc)
-        return int(instant.timestamp() * 1_000_000)
+        return (instant - _EPOCH) // dt.timedelta(microseconds=1)  # exact: no float in between
     return duration_micros(value, time, "OFFSET", allow_zero=True, allow_negative=True)
 
 
@@ -552,7 +651,7 @@ def _windower(function: str, params: dict[str, exp.Expr], time: TimeColumn | Non
         step, max_size = dur("STEP"), dur("SIZE")
         if max_size % step:
             _fail("CUMULATE's step must divide its max size", params["STEP"],
-                  f"a step that divides {params['SIZE'].sql(dialect='spark')} evenly")
+                  f"a step that divides {_user_text(params['SIZE'])} evenly")
         return Cumulate(step, max_size, offset(max_size))
     if function == "SESSION":
         return Session(dur("GAP"))
@@ -566,13 +665,15 @@ def _windower(function: str, params: dict[str, exp.Expr], time: TimeColumn | Non
 
 
 def _row_count(value: exp.Expr, what: str) -> int:
-    if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
+    if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isascii() and value.this.isdigit()):
         if isinstance(value, exp.Neg):
             _fail(f"COUNT_WINDOW {what} must be a positive number of rows", value, "a whole number of rows, e.g. 3")
         _fail(f"COUNT_WINDOW {what} is a number of rows", value, "a whole number of rows, e.g. 3")
     count = int(value.this)
     if count <= 0:
         _fail(f"COUNT_WINDOW {what} must be a positive number of rows, got {count}", value, "a whole number >= 1")
+    if count > MAX_ROWS:
+        _fail(f"COUNT_WINDOW {what} of {count} rows is too large", value, f"a whole number of rows up to {MAX_ROWS}")
     return count
 
 
@@ -590,7 +691,7 @@ def _options(node: WindowOptions | None) -> dict[str, t.Any]:
         if allowed is not None:
             text = value.name.lower() if isinstance(value, (exp.Literal, exp.Column)) else ""
             if text not in allowed:
-                _fail(f"Option {name} cannot be {value.sql(dialect='spark')}", value,
+                _fail(f"Option {name} cannot be {_user_text(value)}", value,
                       " | ".join(f"'{a}'" for a in allowed))
             options[name] = text
         elif name in ("arrival_order", "arrival_batch", "arrival_time"):
@@ -665,10 +766,14 @@ def _emit_spec(ast: exp.Expr) -> tuple[EmitSpec, Position | None]:
 def _count(node: exp.Expr | None, what: str) -> int | None:
     if node is None:
         return None
-    value = int(float(node.this))
-    if value <= 0:
-        _fail(f"{what} needs a positive number of rows", node, f"{what} 1 ROWS or more")
-    return value
+    try:
+        number = Decimal(node.this)
+    except InvalidOperation:
+        number = Decimal("NaN")
+    if not number.is_finite() or number != number.to_integral_value() or not 0 < number <= MAX_ROWS:
+        _fail(f"{what} needs a positive whole number of rows, got {node.this}", node,
+              f"{what} 1 ROWS or more (up to {MAX_ROWS})")
+    return int(number)
 
 
 def _micros_or_none(node: exp.Expr | None, what: str) -> int | None:
