@@ -1,6 +1,6 @@
 """The `sqlwin` command.
 
-    sqlwin run QUERY.sql --table NAME=PATH [--table ...] [--out PATH] [--limit N]
+    sqlwin run QUERY.sql --table NAME=PATH [--table ...] [--out PATH [--overwrite]] [--limit N]
     sqlwin explain QUERY.sql --table NAME=PATH [--table ...]
     sqlwin stream QUERY.sql --source NAME=DIR [--format parquet|csv|json] --checkpoint DIR --sink DIR
                   [--late-sink DIR] [--once] [--max-files-per-trigger N]
@@ -24,6 +24,7 @@ import typing as t
 from pathlib import Path
 
 from sqlwin.errors import SqlwinError, SqlwinRuntimeError, SqlwinUsageError
+from sqlwin.outputs import check_out
 from sqlwin.sqltext import quote_identifier
 
 FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
@@ -51,6 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run a query over finished tables and print or write the result")
     _add_query_arguments(run)
     run.add_argument("--out", help="write the result here (.csv, .json, .jsonl, .parquet) instead of printing it")
+    run.add_argument("--overwrite", action="store_true",
+                     help="replace --out if it exists (a directory only if it holds a previous result)")
     run.add_argument("--limit", type=int, default=1000, help="rows to print when there is no --out (default 1000)")
     run.set_defaults(handler=_run)
 
@@ -85,6 +88,8 @@ def _add_query_arguments(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     query = _read_query(args.query)
     tables = _parse_tables(_declared_tables(query, args.query) + args.table)
+    if args.out:  # before Spark starts: refused outputs cost nothing
+        check_out(Path(args.out), args.overwrite, tables)
     sw = _attach()
     _register_tables(sw.spark, tables)
     result = sw.sql(query)
@@ -232,16 +237,22 @@ def _register_tables(spark, tables: dict[str, Path]) -> None:
 
 
 def _write(frame, out: Path) -> None:
+    """Write the result at `out`, which check_out has allowed: absent, or replaceable (--overwrite)."""
     fmt = _format_of(out) if out.suffix else "parquet"
     writer_options = {"header": "true"} if fmt == "csv" else {}
     if not out.suffix:
-        frame.write.mode("overwrite").format(fmt).options(**writer_options).save(str(out))
+        if out.is_file() or out.is_symlink():
+            out.unlink()
+        mode = "overwrite" if out.exists() else "errorifexists"  # a directory holding only a previous result
+        frame.write.mode(mode).format(fmt).options(**writer_options).save(str(out))
         return
     # A path with an extension is one file: write one partition aside, then move it in place.
     with tempfile.TemporaryDirectory(prefix="sqlwin-out-") as tmp:
-        frame.coalesce(1).write.mode("overwrite").format(fmt).options(**writer_options).save(tmp + "/d")
+        frame.coalesce(1).write.mode("errorifexists").format(fmt).options(**writer_options).save(tmp + "/d")
         part = next(Path(tmp, "d").glob("part-*"))
         out.parent.mkdir(parents=True, exist_ok=True)
+        if out.is_dir() and not out.is_symlink():
+            shutil.rmtree(out)  # a previous result written as a directory
         shutil.move(str(part), out)
 
 

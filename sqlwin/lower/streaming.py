@@ -43,6 +43,7 @@ from sqlwin.lower.operator import (
 )
 from sqlwin.lower.replay import integral_flags, record_schema
 from sqlwin.lower.stateful import OperatorConfig, StatefulQuery, prepare_stateful
+from sqlwin.outputs import claim_sinks
 from sqlwin.sqltext import quote_identifier
 
 if t.TYPE_CHECKING:
@@ -232,6 +233,9 @@ def start_stream(sw: "Sqlwin", query_text: str, sources: dict[str, t.Any], sink:
                  buckets: int | None = None) -> StreamingWindowQuery:
     """Start `query_text` over streaming `sources` ({name: streaming DataFrame or directory})."""
     spark = sw.spark
+    # Refused before anything is written: sinks holding another checkpoint's results, overlaps with inputs.
+    claim = claim_sinks(Path(checkpoint) / METADATA, checkpoint, {"sink": sink, "late sink": late_sink},
+                        {name: s for name, s in sources.items() if isinstance(s, (str, os.PathLike))})
     for name, source in sources.items():
         frame = source if not isinstance(source, (str, os.PathLike)) else _read_directory(
             spark, str(source), source_format, source_options or {})
@@ -241,6 +245,7 @@ def start_stream(sw: "Sqlwin", query_text: str, sources: dict[str, t.Any], sink:
         frame.createOrReplaceTempView(quote_identifier(name))  # the table's own name, whatever it holds
     plan = sw.plan(query_text)
     buckets = _bucket_count(checkpoint, query_text, buckets)
+    claim.commit()  # the checkpoint's identity in sqlwin.json, a marker naming it in each sink
     stateful = prepare_stateful(plan, "streaming", buckets)
     rows = sw._spark_sql(stateful.input_sql(arrival=False), query_text)
     schema = record_schema(stateful, rows)
