@@ -16,8 +16,11 @@ import typing as t
 
 import pandas as pd
 
+import numpy as np
+
 from sqlwin.lower.stateful import OperatorConfig
 from sqlwin.runtime import BatchResult, WindowRuntime
+from sqlwin.runtime.vector import Columns, FixedFinalRuntime, supports
 
 EMIT, LATE, REJECTED, STATS = "emit", "late", "rejected", "stats"
 END_OF_INPUT = "end_of_input"  # the control row that ends a stream
@@ -44,13 +47,80 @@ def column_values(series: pd.Series, integral: bool = False) -> list:
     return values
 
 
+def vectorisable(config: OperatorConfig, schema) -> bool:
+    """Whether the vectorised runtime serves this query: its shape (sqlwin.runtime.vector.supports),
+    one runtime per bucket, and numeric aggregate arguments (the Spark schema of the input rows)."""
+    from pyspark.sql.types import BooleanType, DoubleType, FloatType, IntegralType
+
+    types = {f.name: f.dataType for f in schema.fields}
+
+    def numeric(index: int) -> bool:
+        kind = types.get(f"__a{index}")
+        return isinstance(kind, (IntegralType, FloatType, DoubleType)) and not isinstance(kind, BooleanType)
+
+    c = config
+    return (c.clock_positions in (None, ()) and supports(c.windower, c.watermark, c.emit, c.aggregates,
+                                                         c.processing_time)
+            and all(numeric(a.arg) for a in c.aggregates if a.arg is not None))
+
+
+def batch_columns(frame: pd.DataFrame, config: OperatorConfig, integral: tuple[bool, ...]) -> Columns:
+    """A bucket's micro-batch (arrival order) as the vectorised runtime's columns."""
+    c = config
+    n = len(frame)
+    flags = list(integral) + [False] * (c.key_count + c.argument_count + c.row_count)
+    key_flags, arg_flags = flags[:c.key_count], flags[c.key_count:c.key_count + c.argument_count]
+    codes, keys, key_null = _factorize_keys([frame[f"__k{i}"] for i in range(c.key_count)], key_flags, n)
+    time = frame["__time"]
+    time_null = time.isna().to_numpy()
+    times = time.fillna(0).to_numpy().astype(np.int64) if time_null.any() else time.to_numpy().astype(np.int64)
+    args = []
+    for i in range(c.argument_count):
+        column = frame[f"__a{i}"]
+        null = column.isna().to_numpy()
+        args.append((column.fillna(0).to_numpy().astype(np.int64 if arg_flags[i] else np.float64), null))
+    values: list | None = None
+
+    def row_values(i: int) -> tuple:  # late and rejected rows only: converted once, on demand
+        nonlocal values
+        if values is None:
+            names = [f"__a{j}" for j in range(c.argument_count)] + [f"__r{j}" for j in range(c.row_count)]
+            values = [column_values(frame[name], flag) for name, flag in
+                      zip(names, flags[c.key_count:c.key_count + len(names)])]
+        return tuple(column[i] for column in values)
+
+    return Columns(codes, keys, key_null, times, time_null, args, row_values)
+
+
+def _factorize_keys(columns: list[pd.Series], integral: list[bool], n: int):
+    """(code per row, distinct key tuples, NULL-key mask): a key holding a NULL is rejected."""
+    if not columns:
+        return np.zeros(n, np.int64), [()], np.zeros(n, bool)
+    null = np.zeros(n, bool)
+    codes = np.zeros(n, np.int64)
+    parts = []
+    for column, flag in zip(columns, integral):
+        part_codes, uniques = pd.factorize(column, use_na_sentinel=False)
+        null |= column.isna().to_numpy()
+        codes = codes * max(1, len(uniques)) + part_codes
+        parts.append((part_codes, column_values(pd.Series(uniques, dtype=column.dtype), flag)))
+    if len(parts) == 1:
+        return codes, [(v,) for v in parts[0][1]], null
+    codes = pd.factorize(codes)[0].astype(np.int64)  # combined codes, renumbered 0..m-1
+    _, first = np.unique(codes, return_index=True)  # the first row of each key
+    keys = [tuple(values[part_codes[row]] for part_codes, values in parts) for row in first.tolist()]
+    return codes, keys, null
+
+
 class BucketState:
     """The runtimes of one bucket: one with a clock per key, or one per clock key (scope 'stream')."""
 
-    def __init__(self, config: OperatorConfig, integral: tuple[bool, ...] = ()):
+    def __init__(self, config: OperatorConfig, integral: tuple[bool, ...] = (), vectorised: bool = False):
         self.config = config
         self.integral = integral  # per input column __k*, __a*, __r*: a nullable integer column
-        self.runtimes: dict[tuple, WindowRuntime] = {}
+        self.vectorised = vectorised  # FixedFinalRuntime over columns, else WindowRuntime over rows
+        self.runtime_class = FixedFinalRuntime if vectorised else WindowRuntime
+        self.runtimes: dict[tuple, t.Any] = {}
         self.now: int | None = None  # newest processing time seen
 
     # -- state ---------------------------------------------------------------------------
@@ -60,22 +130,23 @@ class BucketState:
                             protocol=pickle.HIGHEST_PROTOCOL)
 
     @classmethod
-    def restore(cls, blob: bytes | None, config: OperatorConfig, integral: tuple[bool, ...] = ()) -> "BucketState":
-        state = cls(config, integral)
+    def restore(cls, blob: bytes | None, config: OperatorConfig, integral: tuple[bool, ...] = (),
+                vectorised: bool = False) -> "BucketState":
+        state = cls(config, integral, vectorised)
         if blob:
             data = pickle.loads(blob)
             state.now = data["now"]
             c = config
-            state.runtimes = {k: WindowRuntime.restore(v, c.windower, c.watermark, c.emit, c.aggregates,
-                                                       c.processing_time)
+            state.runtimes = {k: state.runtime_class.restore(v, c.windower, c.watermark, c.emit, c.aggregates,
+                                                             c.processing_time)
                               for k, v in data["runtimes"].items()}
         return state
 
-    def _runtime(self, clock_key: tuple) -> WindowRuntime:
+    def _runtime(self, clock_key: tuple):
         runtime = self.runtimes.get(clock_key)
         if runtime is None:
             c = self.config
-            runtime = WindowRuntime(c.windower, c.watermark, c.emit, c.aggregates, c.processing_time)
+            runtime = self.runtime_class(c.windower, c.watermark, c.emit, c.aggregates, c.processing_time)
             if self.now is not None and c.timers:
                 runtime.advance_processing_time(self.now)
             self.runtimes[clock_key] = runtime
@@ -85,10 +156,36 @@ class BucketState:
 
     def process(self, frame: pd.DataFrame, batch_time: int) -> list[BatchResult]:
         """One micro-batch of this bucket's rows, in arrival order."""
+        if len(frame) == 0:
+            return []
+        self.now = batch_time if self.now is None else max(self.now, batch_time)
+        if self.vectorised:
+            return [self._runtime(()).process_columns(batch_columns(frame, self.config, self.integral), batch_time)]
+        return self.process_rows(self.rows_of(frame), batch_time)
+
+    def process_batches(self, frame: pd.DataFrame, batch_times: list[int]) -> list[tuple[int, list[BatchResult]]]:
+        """A run of whole micro-batches (sorted by __batch, then arrival): (batch, results) per batch.
+
+        `batch_times`: the processing time of each batch in the run, in batch order.
+        """
+        batches = frame["__batch"].to_numpy().astype(np.int64)
+        if self.vectorised and not self.config.timers:
+            self.now = batch_times[-1] if self.now is None else max(self.now, batch_times[-1])
+            runtime = self._runtime(())
+            return [(b, [r]) for b, r in runtime.process_batches(batch_columns(frame, self.config, self.integral),
+                                                                 batches)]
+        rows = self.rows_of(frame)
+        edges = np.concatenate([[0], np.flatnonzero(np.diff(batches)) + 1, [len(rows)]]).tolist()
+        out = []
+        for (start, stop), now in zip(zip(edges, edges[1:]), batch_times):
+            self.now = now if self.now is None else max(self.now, now)
+            out.append((int(batches[start]), self.process_rows(rows[start:stop], now)))
+        return out
+
+    def rows_of(self, frame: pd.DataFrame) -> list[tuple]:
+        """The frame's rows as the general runtime takes them: (key, time, values)."""
         c = self.config
         n = len(frame)
-        if n == 0:
-            return []
         flags = iter(self.integral)
         keys_columns = [column_values(frame[f"__k{i}"], next(flags, False)) for i in range(c.key_count)]
         keys = list(zip(*keys_columns)) if keys_columns else [()] * n
@@ -96,8 +193,10 @@ class BucketState:
         value_columns = [column_values(frame[f"__a{i}"], next(flags, False)) for i in range(c.argument_count)]
         value_columns += [column_values(frame[f"__r{i}"], next(flags, False)) for i in range(c.row_count)]
         values = list(zip(*value_columns)) if value_columns else [()] * n
-        rows = zip(keys, times, values)
-        self.now = batch_time if self.now is None else max(self.now, batch_time)
+        return list(zip(keys, times, values))
+
+    def process_rows(self, rows: list[tuple], batch_time: int) -> list[BatchResult]:
+        c = self.config
         if c.clock_positions is None or c.clock_positions == ():
             return [self._runtime(()).process_batch(rows, batch_time)]
         by_clock: dict[tuple, list] = {}
@@ -125,10 +224,9 @@ class BucketState:
         open_windows, late = 0, 0
         marks = []
         for runtime in self.runtimes.values():
-            open_windows += sum(len(ks.windows) for ks in runtime._keys.values())
+            open_windows += runtime.open_window_count
             late += runtime.counts["late"]
-            keys = [()] if runtime.watermark_spec.scope == "stream" else list(runtime._keys)
-            marks += [m for m in (runtime.watermark(k) for k in keys) if isinstance(m, int)]
+            marks += runtime.key_watermarks()
         low, high = (min(marks), max(marks)) if marks else (None, None)
         return (STATS, *(None,) * c.key_count, low, high, open_windows, *(None,) * len(c.aggregates),
                 None, None, None, None, bucket, late, None, *(None,) * c.row_count)
@@ -175,33 +273,74 @@ def records_frame(config: OperatorConfig, rows: list[tuple]) -> pd.DataFrame:
 # --------------------------------------------------------------------------- replay
 
 
-def replay_function(config: OperatorConfig, integral: tuple[bool, ...], batch_times: list[tuple[int, int]] | None):
-    """applyInPandas body: replay one bucket's recorded rows batch by batch, then end the input.
+def replay_partition(config: OperatorConfig, integral: tuple[bool, ...], vectorised: bool,
+                     batch_times: list[tuple[int, int]] | None, arrow_schema):
+    """mapInArrow body: replay one partition's recorded rows (sorted by __batch, __order), then end
+    the input.
 
-    `batch_times` (when the query has timers and arrival times) is the stream's (batch, time)
-    list: processing time passes for every bucket at every batch, as it does in a live stream
-    (where a timer wakes each bucket), not only at the batches holding its own rows.
+    The rows stream through in Arrow chunks: each run of whole micro-batches goes to the
+    runtime at once (the rows of the last batch of a chunk wait for the next chunk), so memory
+    holds one chunk and the open state, never the partition. `batch_times` (when the query has
+    timers and arrival times) is the stream's (batch, time) list: processing time passes for
+    every partition at every batch, as it does in a live stream (where a timer wakes each bucket).
     """
+    import pyarrow as pa
 
-    def replay(frame: pd.DataFrame) -> pd.DataFrame:
-        state = BucketState(config, integral)
-        frame = frame.sort_values(["__batch", "__order"], kind="stable")
-        out: list[tuple] = []
+    def emit(out: list[tuple]) -> t.Iterator["pa.RecordBatch"]:
+        if out:
+            frame = records_frame(config, out)
+            yield from pa.Table.from_pandas(frame, schema=arrow_schema, preserve_index=False).to_batches()
+
+    def replay(chunks: t.Iterator["pa.RecordBatch"]) -> t.Iterator["pa.RecordBatch"]:
+        state = BucketState(config, integral, vectorised)
         clock = _GlobalClock(batch_times)
-        for batch, rows in frame.groupby("__batch", sort=True):
-            batch = int(batch)
-            now, after = clock.before(batch)
-            if now is not None and config.timers:
-                # Time passed after batch `after` (a stream's timers fire there, before this batch).
-                out += records(config, state.advance(now), after)
-            times = rows["__ptime"].dropna()
-            batch_time = int(times.max()) if len(times) else (now if now is not None else 0)
-            out += records(config, state.process(rows, batch_time), batch)
-        final, last = clock.before(END_BATCH)
+        pending: pd.DataFrame | None = None
+
+        def run(frame: pd.DataFrame) -> list[tuple]:
+            out: list[tuple] = []
+            times = []
+            ptimes = frame["__ptime"].to_numpy()
+            batches = frame["__batch"].to_numpy()
+            edges = np.concatenate([[0], np.flatnonzero(np.diff(batches)) + 1]).tolist()
+            ends = edges[1:] + [len(frame)]
+            if config.timers:  # time passes between batches: one batch at a time
+                for start, stop in zip(edges, ends):
+                    batch = int(batches[start])
+                    now, after = clock.before(batch)
+                    if now is not None:
+                        out += records(config, state.advance(now), after)
+                    known = ptimes[start:stop][~pd.isna(ptimes[start:stop])]
+                    batch_time = int(known.max()) if len(known) else (now if now is not None else 0)
+                    for b, results in state.process_batches(frame.iloc[start:stop], [batch_time]):
+                        out += records(config, results, b)
+                return out
+            for start, stop in zip(edges, ends):
+                known = ptimes[start:stop][~pd.isna(ptimes[start:stop])]
+                times.append(int(known.max()) if len(known) else 0)
+            for b, results in state.process_batches(frame, times):
+                out += records(config, results, b)
+            return out
+
+        for chunk in chunks:
+            if chunk.num_rows == 0:
+                continue
+            # Timestamps (keys, carried columns) as Python objects: years 1 to 9999, not pandas' ns range.
+            frame = chunk.to_pandas(timestamp_as_object=True)
+            if pending is not None:
+                frame = pd.concat([pending, frame], ignore_index=True)
+            batches = frame["__batch"].to_numpy()
+            last = np.flatnonzero(batches == batches[-1])[0]  # sorted: the last batch's first row
+            pending = frame.iloc[last:]
+            if last:
+                yield from emit(run(frame.iloc[:last].reset_index(drop=True)))
+        out: list[tuple] = []
+        if pending is not None and len(pending):
+            out += run(pending.reset_index(drop=True))
+        final, last_batch = clock.before(END_BATCH)
         if final is not None and config.timers:
-            out += records(config, state.advance(final), last)
+            out += records(config, state.advance(final), last_batch)
         out += records(config, state.end_of_input(), END_BATCH)
-        return records_frame(config, out)
+        yield from emit(out)
 
     return replay
 

@@ -1,8 +1,12 @@
 """Replay: a finished table that records arrival runs through the window runtime on Spark.
 
-The rows are grouped by bucket of key (`applyInPandas`), never collected to the driver; each
-bucket replays its rows micro-batch by micro-batch in the recorded arrival order, exactly as
-the streaming operator would have seen them, and ends the input at the end of the table.
+The rows are hash-partitioned by their clock key into as many partitions as the session's
+shuffle partitions (`spark.sql.shuffle.partitions`; one for a single clock), sorted within each
+partition by recorded batch and arrival, and streamed through the runtime in Arrow chunks
+(`mapInArrow`): never collected to the driver, never a whole partition in memory. Each partition
+replays its rows micro-batch by micro-batch in the recorded arrival order, exactly as the
+streaming operator would have seen them, and ends the input at the end of the table. Queries the
+vectorised runtime covers (sqlwin.runtime.vector) take whole runs of micro-batches at once.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import typing as t
 import uuid
 from dataclasses import dataclass
 
-from sqlwin.lower.operator import record_columns, replay_function
+from sqlwin.lower.operator import record_columns, replay_partition, vectorisable
 from sqlwin.lower.stateful import RESULT_ORDER, StatefulQuery, prepare_stateful
 from sqlwin.plan import QueryPlan
 
@@ -20,7 +24,6 @@ if t.TYPE_CHECKING:
 
     from sqlwin.api import Sqlwin
 
-REPLAY_BUCKETS = 8
 
 
 @dataclass
@@ -36,7 +39,8 @@ def is_replay(plan: QueryPlan) -> bool:
 
 
 def run_replay(sw: "Sqlwin", plan: QueryPlan) -> ReplayResult:
-    query = prepare_stateful(plan, "replay", REPLAY_BUCKETS)
+    partitions = max(1, int(sw.spark.conf.get("spark.sql.shuffle.partitions") or 1))
+    query = prepare_stateful(plan, "replay", partitions)
     rows = sw._spark_sql(query.input_sql(arrival=True), plan.sql)
     schema = record_schema(query, rows)
     config = query.config
@@ -46,8 +50,17 @@ def run_replay(sw: "Sqlwin", plan: QueryPlan) -> ReplayResult:
         # stream's batch times (one row per micro-batch, small next to the rows).
         batch_times = [(int(r[0]), int(r[1])) for r in
                        rows.groupBy("__batch").agg({"__ptime": "max"}).dropna().collect()]
-    function = replay_function(config, integral_flags(rows), batch_times)
-    records = rows.groupBy("__bucket").applyInPandas(function, schema)
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    function = replay_partition(config, integral_flags(rows), vectorisable(config, rows.schema), batch_times,
+                                to_arrow_schema(schema, timezone="UTC"))
+    positions = config.clock_positions
+    clock_keys = [f"__k{i}" for i in (range(config.key_count) if positions is None else positions)]
+    if clock_keys and query.bucket_count > 1:
+        spread = rows.repartition(query.bucket_count, *clock_keys)
+    else:  # one clock for the stream (or a mode that judges every key against the others)
+        spread = rows.repartition(1)
+    records = spread.sortWithinPartitions("__batch", "__order").mapInArrow(function, schema)
     name = f"__sqlwin_records_{uuid.uuid4().hex[:12]}"
     records.createOrReplaceTempView(name)
     typed = f"({query.typed_emissions_sql(name)})"

@@ -184,6 +184,21 @@ class WindowRuntime:
         ks = self._keys.get(key)
         return [] if ks is None else [self._bounds(w) for w in sorted(ks.windows.values(), key=_sort_key)]
 
+    @property
+    def open_window_count(self) -> int:
+        """Windows held over all keys (open, or kept for allowed lateness)."""
+        return sum(len(ks.windows) for ks in self._keys.values())
+
+    @property
+    def key_count(self) -> int:
+        return len(self._keys)
+
+    def key_watermarks(self) -> list[int]:
+        """The lowest and highest effective watermark over the keys (scope 'stream': the stream's)."""
+        keys = [()] if self._stream_scope else list(self._keys)
+        marks = [m for m in (self.watermark(k) for k in keys) if isinstance(m, int)]
+        return [min(marks), max(marks)] if marks else []
+
     def snapshot(self) -> bytes:
         """Everything a restarted query needs to continue exactly, as bytes."""
         config = (self.windower, self.watermark_spec, self.emit, self.aggregate_specs, self.processing_time)
