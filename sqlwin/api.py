@@ -8,6 +8,7 @@ import typing as t
 from dataclasses import dataclass
 
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
 from sqlwin.dialect import parse_one
 from sqlwin.errors import Position, SqlwinError, SqlwinValidationError
@@ -132,11 +133,13 @@ class _SchemaResolver:
         self._ctes: dict[str, exp.Expr] | None = None
 
     def __call__(self, name: str) -> dict[str, str] | None:
+        """`name`: the table reference as Spark SQL text (`` `my cte` ``, db.t)."""
         ctes = self._cte_definitions()
-        if name.lower() in ctes and name.lower() not in self.resolving:
-            return self._cte_schema(name.lower())
+        cte = _cte_name(name)
+        if cte in ctes and cte not in self.resolving:
+            return self._cte_schema(cte)
         schema = self.sw._table_schema(name)
-        if schema is None and name.lower() not in ctes:
+        if schema is None and cte not in ctes:
             raise _unknown_table(name, self.query)
         return schema
 
@@ -149,7 +152,7 @@ class _SchemaResolver:
 
     def _cte_schema(self, name: str) -> dict[str, str] | None:
         ast = parse_one(self.query)
-        probe = exp.select("*").from_(name)
+        probe = exp.select("*").from_(exp.Table(this=exp.to_identifier(name, quoted=True)))
         probe.set("with_", ast.args.get("with_"))
         from sqlwin.dialect import Sqlwin as SqlwinDialect
 
@@ -161,6 +164,15 @@ class _SchemaResolver:
         except SqlwinError:
             return None  # reported with its real position when the whole query is planned
         return {f.name: f.dataType.simpleString() for f in df.schema.fields}
+
+
+def _cte_name(reference: str) -> str | None:
+    """The CTE a table reference (Spark SQL text) can stand for: a one-part name, lower case."""
+    try:
+        table = exp.to_table(reference, dialect="spark")
+    except SqlglotError:
+        return None
+    return table.name.lower() if not (table.args.get("db") or table.args.get("catalog")) else None
 
 
 def _unknown_table(name: str, query: str) -> SqlwinValidationError:

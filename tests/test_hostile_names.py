@@ -209,3 +209,39 @@ def test_cli_run_over_a_csv_whose_header_injects(spark, tmp_path, capsys):
     assert lines[0].startswith(INJECTION)
     assert [line.split() for line in lines[2:4]] == [["a", "1970-01-01", "00:00:00", "2", "5"],
                                                      ["a", "1970-01-01", "00:01:00", "1", "2"]]
+
+
+# --------------------------------------------------------------------------- names that differ only in punctuation
+
+
+@pytest.fixture(scope="module")
+def two_keys(spark):
+    # keys `a b` and `a-b`: once both became __k__a_b_ inside the lowered SQL
+    rows = [("x", "p", _t(10), 1), ("x", "r", _t(20), 2), ("y", "p", _t(30), 4), ("x", "p", _t(40), 8)]
+    spark.createDataFrame(rows, "`a b` STRING, `a-b` STRING, ts TIMESTAMP, v INT").createOrReplaceTempView("two_keys")
+
+
+@pytest.mark.parametrize("window, expected", [
+    # (x, p) at 10 and 40 s: one session (30 s < 1 min apart); (x, r) and (y, p) one row each
+    ("SESSION(TABLE two_keys PARTITION BY `a b`, `a-b`, DESCRIPTOR(ts), INTERVAL 1 MINUTE)",
+     [("x", "p", _t(10), 9), ("x", "r", _t(20), 2), ("y", "p", _t(30), 4)]),
+    # one window per row, [ts - 1 min, ts]: (x, p)'s 40 s window holds its 10 s row too
+    ("SLIDE(TABLE two_keys PARTITION BY `a b`, `a-b`, DESCRIPTOR(ts), INTERVAL 1 MINUTE)",
+     [("x", "p", _t(-50), 1), ("x", "p", _t(-20), 9), ("x", "r", _t(-40), 2), ("y", "p", _t(-30), 4)]),
+])
+def test_keys_that_differ_only_in_punctuation(sw, two_keys, window, expected):
+    rows = sw.sql(f"SELECT `a b`, `a-b`, window_start, sum(v) AS s FROM {window} "
+                  "GROUP BY `a b`, `a-b`, window_start, window_end").collect()
+    assert _first(rows) == expected
+
+
+def test_a_cte_with_a_hostile_name_in_complete_input_and_replay(sw, two_keys):
+    cte = q("my `cte`; --")
+    base = (f"WITH {cte} AS (SELECT * FROM two_keys) SELECT `a b`, window_start, sum(v) AS s "
+            f"FROM TUMBLE(TABLE {cte} PARTITION BY `a b`{{options}}, DESCRIPTOR(ts), INTERVAL 1 MINUTE) "
+            "GROUP BY `a b`, window_start, window_end")
+    # x: 1 + 2 + 8 in [0, 60 s); y: 4
+    expected = [("x", _t(0), 11), ("y", _t(0), 4)]
+    assert _first(sw.sql(base.format(options="")).collect(), 3) == expected
+    replayed = sw.sql(base.format(options=" WITH (arrival_order = v)")).collect()
+    assert _first(replayed, 3) == expected

@@ -324,7 +324,8 @@ def _annotate_slide(relation: WindowRelation, w: Slide, src: str) -> tuple[str, 
 
 
 def _key(expression: str) -> str:
-    return "__k_" + "".join(ch if ch.isalnum() else "_" for ch in expression)
+    """A plain column name standing for a key expression, one per expression: `a b` and `a-b` differ."""
+    return "__k_" + "".join(ch if ch.isascii() and ch.isalnum() else f"_{ord(ch):x}_" for ch in expression)
 
 
 def _window_numbers(first: str, last: str) -> str:
