@@ -298,27 +298,25 @@ def replay_partition(config: OperatorConfig, integral: tuple[bool, ...], vectori
 
         def run(frame: pd.DataFrame) -> list[tuple]:
             out: list[tuple] = []
-            times = []
-            ptimes = frame["__ptime"].to_numpy()
             batches = frame["__batch"].to_numpy()
-            edges = np.concatenate([[0], np.flatnonzero(np.diff(batches)) + 1]).tolist()
-            ends = edges[1:] + [len(frame)]
-            if config.timers:  # time passes between batches: one batch at a time
-                for start, stop in zip(edges, ends):
-                    batch = int(batches[start])
-                    now, after = clock.before(batch)
-                    if now is not None:
-                        out += records(config, state.advance(now), after)
-                    known = ptimes[start:stop][~pd.isna(ptimes[start:stop])]
-                    batch_time = int(known.max()) if len(known) else (now if now is not None else 0)
-                    for b, results in state.process_batches(frame.iloc[start:stop], [batch_time]):
-                        out += records(config, results, b)
+            edges = np.concatenate([[0], np.flatnonzero(np.diff(batches)) + 1]).astype(np.int64)
+            # each batch's time: the newest arrival time among its rows (0 without any)
+            ptimes = frame["__ptime"].to_numpy(dtype=np.float64, na_value=np.nan)
+            newest = np.fmax.reduceat(ptimes, edges) if len(ptimes) else ptimes
+            times = [None if t != t else int(t) for t in newest.tolist()]
+            if not config.timers:
+                for b, results in state.process_batches(frame, [t or 0 for t in times]):
+                    out += records(config, results, b)
                 return out
-            for start, stop in zip(edges, ends):
-                known = ptimes[start:stop][~pd.isna(ptimes[start:stop])]
-                times.append(int(known.max()) if len(known) else 0)
-            for b, results in state.process_batches(frame, times):
-                out += records(config, results, b)
+            ends = np.append(edges[1:], len(frame)).tolist()
+            for start, stop, newest_time in zip(edges.tolist(), ends, times):  # time passes between batches
+                batch = int(batches[start])
+                now, after = clock.before(batch)
+                if now is not None:
+                    out += records(config, state.advance(now), after)
+                batch_time = newest_time if newest_time is not None else (now if now is not None else 0)
+                for b, results in state.process_batches(frame.iloc[start:stop], [batch_time]):
+                    out += records(config, results, b)
             return out
 
         for chunk in chunks:

@@ -40,6 +40,7 @@ from sqlwin.lower.operator import (
     BucketState,
     records,
     records_frame,
+    vectorisable,
 )
 from sqlwin.lower.replay import integral_flags, record_schema
 from sqlwin.lower.stateful import OperatorConfig, StatefulQuery, prepare_stateful
@@ -52,7 +53,7 @@ if t.TYPE_CHECKING:
 
     from sqlwin.api import Sqlwin
 
-STREAM_BUCKETS = 8
+BUCKETS_PER_PARTITION = 4  # key buckets per shuffle partition of a new stream: tasks stay busy, calls few
 ARRIVAL_SLACK_US = 86_400_000_000  # see start_stream: the arrival clock's watermark
 METADATA = "sqlwin.json"  # in the checkpoint: what a restart must keep (bucket count, query)
 
@@ -61,9 +62,10 @@ class WindowProcessor(StatefulProcessor):
     """One bucket of keys: restore its runtimes, apply the batch (or the timer), save them."""
 
     def __init__(self, config: OperatorConfig, integral: tuple[bool, ...], clock: str, tick_ms: int,
-                 columns: list[str]):
+                 columns: list[str], vectorised: bool = False):
         self.config, self.integral, self.clock, self.tick_ms = config, integral, clock, tick_ms
         self.columns = columns
+        self.vectorised = vectorised
 
     def init(self, handle) -> None:
         from pyspark.sql.types import BinaryType, StructField, StructType
@@ -104,7 +106,7 @@ class WindowProcessor(StatefulProcessor):
 
     def _load(self) -> BucketState:
         blob = self.state.get()[0] if self.state.exists() else None
-        return BucketState.restore(blob, self.config, self.integral)
+        return BucketState.restore(blob, self.config, self.integral, self.vectorised)
 
     def _save(self, bucket: BucketState, timerValues) -> None:
         self.state.update((bucket.snapshot(),))
@@ -244,7 +246,8 @@ def start_stream(sw: "Sqlwin", query_text: str, sources: dict[str, t.Any], sink:
                                    hint="spark.readStream...load(), or a directory of files")
         frame.createOrReplaceTempView(quote_identifier(name))  # the table's own name, whatever it holds
     plan = sw.plan(query_text)
-    buckets = _bucket_count(checkpoint, query_text, buckets)
+    partitions = max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 1))
+    buckets = _bucket_count(checkpoint, query_text, buckets, BUCKETS_PER_PARTITION * partitions)
     claim.commit()  # the checkpoint's identity in sqlwin.json, a marker naming it in each sink
     stateful = prepare_stateful(plan, "streaming", buckets)
     rows = sw._spark_sql(stateful.input_sql(arrival=False), query_text)
@@ -272,7 +275,8 @@ def start_stream(sw: "Sqlwin", query_text: str, sources: dict[str, t.Any], sink:
         time_mode = "EventTime"
     elif clock == "processing":
         time_mode = "ProcessingTime"
-    processor = WindowProcessor(config, integral_flags(rows), clock, _tick_ms(config), operator_input.columns)
+    processor = WindowProcessor(config, integral_flags(rows), clock, _tick_ms(config), operator_input.columns,
+                                vectorisable(config, rows.schema))
     output = operator_input.groupBy("__bucket").transformWithStateInPandas(
         processor, schema, "Append", time_mode)
     handle = StreamingWindowQuery(None, sink, late_sink, checkpoint, buckets, stateful, clock)
@@ -367,8 +371,13 @@ def _read_options(source_format: str, options: dict[str, str]) -> dict[str, str]
     return {**defaults, **options}
 
 
-def _bucket_count(checkpoint: str, query_text: str, requested: int | None) -> int:
-    """Buckets are part of the state's key: fixed at the first start and kept on restarts."""
+def _bucket_count(checkpoint: str, query_text: str, requested: int | None, default: int) -> int:
+    """Buckets are part of the state's key: fixed at the first start and kept on restarts.
+
+    A new stream gets `default` (a few per shuffle partition of the session, so the cluster's
+    parallelism sets it); a restart keeps the checkpoint's, whatever the session's setting now
+    (Spark keeps the checkpoint's shuffle partitions for its state too).
+    """
     metadata = Path(checkpoint) / METADATA
     if metadata.exists():
         stored = json.loads(metadata.read_text())
@@ -377,7 +386,7 @@ def _bucket_count(checkpoint: str, query_text: str, requested: int | None) -> in
                 f"The checkpoint at {checkpoint} was started with {stored['buckets']} buckets, not {requested}",
                 hint="the same bucket count, or a fresh checkpoint")
         return int(stored["buckets"])
-    buckets = requested or STREAM_BUCKETS
+    buckets = requested or default
     metadata.parent.mkdir(parents=True, exist_ok=True)
     metadata.write_text(json.dumps({"buckets": buckets, "query": query_text}, indent=2))
     return buckets
