@@ -215,13 +215,7 @@ class WindowRuntime:
         if data.get("version") != SNAPSHOT_VERSION:
             raise RuntimeConfigError(f"Unknown runtime snapshot version {data.get('version')!r}")
         stored = data["config"]
-        given = (windower, watermark, emit, None if aggregates is None else tuple(aggregates), processing_time)
-        names = ("windower", "watermark", "emit", "aggregates", "processing_time")
-        for name, mine, theirs in zip(names, given, stored):
-            if mine is not None and mine != theirs:
-                raise RuntimeConfigError(
-                    f"The query's {name} changed since the checkpoint: {theirs!r} then, {mine!r} now",
-                    hint="restart from a fresh checkpoint location when the window definition changes")
+        check_restored_config(stored, (windower, watermark, emit, aggregates, processing_time))
         runtime = cls(*stored)
         for name, value in data["state"].items():
             setattr(runtime, name, value)
@@ -630,6 +624,19 @@ _STATE_FIELDS = ("_keys", "_clocks", "_stream_clock", "_now", "_last_activity", 
 
 
 # --------------------------------------------------------------------------- checks
+
+
+def check_restored_config(stored: tuple, given: tuple) -> None:
+    """A snapshot's (windower, watermark, emit, aggregates, processing_time) against the query's
+    now (None: not given); any difference is an error naming what changed."""
+    names = ("windower", "watermark", "emit", "aggregates", "processing_time")
+    for name, mine, theirs in zip(names, given, stored):
+        if name == "aggregates" and mine is not None:
+            mine = tuple(mine)
+        if mine is not None and mine != theirs:
+            raise RuntimeConfigError(
+                f"The query's {name} changed since the checkpoint: {theirs!r} then, {mine!r} now",
+                hint="restart from a fresh checkpoint location when the window definition changes")
 
 
 def _check_watermark(spec: WatermarkSpec, processing_time: bool) -> None:

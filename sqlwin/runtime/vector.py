@@ -26,7 +26,7 @@ import typing as t
 import numpy as np
 import pandas as pd
 
-from sqlwin.runtime.engine import _check_emit, _check_watermark
+from sqlwin.runtime.engine import _check_emit, _check_watermark, check_restored_config
 from sqlwin.runtime.model import (
     FINAL,
     INSERT,
@@ -391,13 +391,7 @@ class FixedFinalRuntime:
         if data.get("version") != SNAPSHOT_VERSION or data.get("kind") != "vector":
             raise RuntimeConfigError(f"Unknown vectorised runtime snapshot {data.get('version')!r}")
         stored = data["config"]
-        given = (windower, watermark, emit, None if aggregates is None else tuple(aggregates), None)
-        names = ("windower", "watermark", "emit", "aggregates", "processing_time")
-        for name, mine, theirs in zip(names, given, stored):
-            if mine is not None and mine != theirs:
-                raise RuntimeConfigError(
-                    f"The query's {name} changed since the checkpoint: {theirs!r} then, {mine!r} now",
-                    hint="restart from a fresh checkpoint location when the window definition changes")
+        check_restored_config(stored, (windower, watermark, emit, aggregates, None))
         runtime = cls(*stored)
         for name, value in data["state"].items():
             setattr(runtime, name, value)
