@@ -155,28 +155,10 @@ class FixedFinalRuntime:
         if cols.n == 0:
             return out
         spec = self.watermark_spec
-        # Rejected rows: a NULL key, else a NULL time.
-        null_key = cols.key_null
-        rejected = null_key | cols.time_null
-        if rejected.any():
-            for i in np.flatnonzero(rejected):
-                key = cols.keys[cols.key_codes[i]]
-                time = None if cols.time_null[i] else int(cols.time[i])
-                reason = "null_key" if null_key[i] else "null_time"
-                out.rejected.append(RejectedRow(key, time, tuple(cols.row_values(int(i))), reason))
-            self.counts["rejected"] += int(rejected.sum())
-        rows = np.flatnonzero(~rejected)
-        if not len(rows):
+        admitted = self._admit(cols, lambda i: out.rejected)
+        if admitted is None:
             return out
-        self._row_seq += len(rows)
-        self.counts["rows"] += len(rows)
-        # Keys of the batch in order of their first valid row; new ones join the state.
-        codes = cols.key_codes[rows]
-        batch_codes, first_pos = np.unique(codes, return_index=True)
-        batch_codes = batch_codes[np.argsort(first_pos, kind="stable")]
-        position = np.full(len(cols.keys), -1, np.int64)
-        position[batch_codes] = self._positions([cols.keys[c] for c in batch_codes.tolist()])
-        key_of_row = position[codes]
+        rows, key_of_row, batch_keys = admitted
         times = cols.time[rows]
         # The watermark each row is checked against: its clock as the batch found it.
         raw = np.full(len(rows), self._stream_raw, np.int64) if self._stream else self._raw[key_of_row]
@@ -200,7 +182,7 @@ class FixedFinalRuntime:
         self._aggregate(cols, rows, key_of_row[span_row[on_time]], starts[on_time], ends[on_time],
                         span_row[on_time])
         self._commit(key_of_row, times, moves_clock)
-        self._close_due(out, None if self._stream else position[batch_codes])
+        self._close_due(out, None if self._stream else batch_keys)
         return out
 
     def process_batches(self, cols: Columns, batches: np.ndarray) -> list[tuple[int, BatchResult]]:
@@ -230,25 +212,10 @@ class FixedFinalRuntime:
                 out = results[batch] = BatchResult()
             return out
 
-        rejected = cols.key_null | cols.time_null
-        if rejected.any():
-            for i in np.flatnonzero(rejected).tolist():
-                reason = "null_key" if cols.key_null[i] else "null_time"
-                time = None if cols.time_null[i] else int(cols.time[i])
-                result(int(batches[i])).rejected.append(
-                    RejectedRow(cols.keys[cols.key_codes[i]], time, tuple(cols.row_values(i)), reason))
-            self.counts["rejected"] += int(rejected.sum())
-        rows = np.flatnonzero(~rejected)
-        if not len(rows):
+        admitted = self._admit(cols, lambda i: result(int(batches[i])).rejected)
+        if admitted is None:
             return sorted(results.items())
-        self._row_seq += len(rows)
-        self.counts["rows"] += len(rows)
-        codes = cols.key_codes[rows]
-        chunk_codes, first_pos = np.unique(codes, return_index=True)
-        chunk_codes = chunk_codes[np.argsort(first_pos, kind="stable")]
-        position = np.full(len(cols.keys), -1, np.int64)
-        position[chunk_codes] = self._positions([cols.keys[c] for c in chunk_codes.tolist()])
-        key_of_row = position[codes]
+        rows, key_of_row, _ = admitted
         times, batch = cols.time[rows], batches[rows]
         owner = np.zeros(len(rows), np.int64) if self._stream else key_of_row
         # Groups: one per (owner, batch), in owner then batch order; each knows its newest time
@@ -399,6 +366,33 @@ class FixedFinalRuntime:
         return runtime
 
     # -- keys --------------------------------------------------------------------------
+
+    def _admit(self, cols: Columns, rejected_list) -> tuple | None:
+        """Reject rows with a NULL key (else a NULL time) into `rejected_list(row)`; count the rest
+        and place their keys, new ones joining the state in the order of their first row.
+
+        Returns (admitted rows, key position of each, key positions in first-row order), or None
+        when every row was rejected.
+        """
+        rejected = cols.key_null | cols.time_null
+        if rejected.any():
+            for i in np.flatnonzero(rejected).tolist():
+                reason = "null_key" if cols.key_null[i] else "null_time"
+                time = None if cols.time_null[i] else int(cols.time[i])
+                rejected_list(i).append(RejectedRow(cols.keys[cols.key_codes[i]], time, tuple(cols.row_values(i)),
+                                                    reason))
+            self.counts["rejected"] += int(rejected.sum())
+        rows = np.flatnonzero(~rejected)
+        if not len(rows):
+            return None
+        self._row_seq += len(rows)
+        self.counts["rows"] += len(rows)
+        codes = cols.key_codes[rows]
+        distinct, first_row = np.unique(codes, return_index=True)
+        distinct = distinct[np.argsort(first_row, kind="stable")]
+        position = np.full(len(cols.keys), -1, np.int64)
+        position[distinct] = self._positions([cols.keys[c] for c in distinct.tolist()])
+        return rows, position[codes], position[distinct]
 
     def _positions(self, keys: list[tuple]) -> np.ndarray:
         """State positions of `keys` (given in first-seen order); new keys are added."""

@@ -49,3 +49,13 @@ def late_view(late, unit=S):
     return [(r.values[0], r.event_time // unit, r.late_by_us // unit,
              None if r.window_start is None else r.window_start // unit,
              None if r.window_end is None else r.window_end // unit) for r in late]
+
+
+def batches(rows, cuts):
+    """`rows` cut into micro-batches of the sizes in `cuts`, repeated as often as needed."""
+    i = 0
+    for size in cuts * (len(rows) + 1):
+        if i >= len(rows):
+            return
+        yield rows[i:i + size]
+        i += size

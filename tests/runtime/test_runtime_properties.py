@@ -6,6 +6,8 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from runtime_helpers import batches
+
 from sqlwin.plan import UNBOUNDED, Cumulate, EmitSpec, Hop, Session, Slide, Tumble, WatermarkSpec
 from sqlwin.runtime import AggregateSpec, WindowRuntime
 
@@ -38,15 +40,6 @@ def streams(draw, in_order: bool):
     rows = [(key, time, (i,)) for i, (key, time) in enumerate(zip(keys, times))]
     cuts = draw(st.lists(st.integers(1, 6), min_size=1, max_size=n + 1))
     return rows, cuts
-
-
-def batches(rows, cuts):
-    i = 0
-    for size in cuts * (len(rows) + 1):
-        if i >= len(rows):
-            return
-        yield rows[i:i + size]
-        i += size
 
 
 # -- the batch computation ------------------------------------------------------------

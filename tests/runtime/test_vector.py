@@ -10,6 +10,7 @@ import os
 
 import numpy as np
 import pytest
+from runtime_helpers import batches
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -49,15 +50,6 @@ def streams(draw):
     rows = [(key, time, (a, b, f"row{i}")) for i, (key, time, a, b) in enumerate(zip(keys, times, firsts, seconds))]
     cuts = draw(st.lists(st.integers(1, 8), min_size=1, max_size=n + 1))
     return rows, cuts
-
-
-def batches(rows, cuts):
-    i = 0
-    for size in cuts * (len(rows) + 1):
-        if i >= len(rows):
-            return
-        yield rows[i:i + size]
-        i += size
 
 
 def same(a, b):
