@@ -75,6 +75,7 @@ class StatefulQuery:
     with_sql: str
     key_sql: list[str]
     bucket_count: int
+    bucket_ids: tuple[int, ...] = ()  # the id of each bucket (default 0 .. bucket_count-1)
 
     # -- step 1 ------------------------------------------------------------------------
 
@@ -98,8 +99,11 @@ class StatefulQuery:
         positions = self.config.clock_positions
         clock_keys = self.key_sql if positions is None else [self.key_sql[i] for i in positions]
         if not clock_keys or self.bucket_count == 1:
-            return "0"
-        return f"pmod(hash({', '.join(clock_keys)}), {self.bucket_count})"
+            return str(self.bucket_ids[0]) if self.bucket_ids else "0"
+        index = f"pmod(hash({', '.join(clock_keys)}), {self.bucket_count})"
+        if not self.bucket_ids or self.bucket_ids == tuple(range(self.bucket_count)):
+            return index
+        return f"element_at(array({', '.join(map(str, self.bucket_ids))}), {index} + 1)"
 
     # -- step 3 ------------------------------------------------------------------------
 
@@ -176,7 +180,8 @@ class StatefulQuery:
 # --------------------------------------------------------------------------- preparing
 
 
-def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int) -> StatefulQuery:
+def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
+                     bucket_ids: tuple[int, ...] = ()) -> StatefulQuery:
     """Check that the query has the windowed-aggregation shape and derive everything around the runtime."""
     agg = _require_aggregation(plan, mode)
     rel = agg.relation
@@ -229,6 +234,7 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int) -> StatefulQ
         aggregate_sql=[_aggregate_identity(n) for n in aggregate_nodes], row_columns=row_columns,
         source_sql=source_sql, with_sql=with_sql, key_sql=keys,
         bucket_count=bucket_count if clock_keys else 1,
+        bucket_ids=tuple(bucket_ids)[:bucket_count if clock_keys else 1],
     )
 
 

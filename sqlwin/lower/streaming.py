@@ -53,7 +53,6 @@ if t.TYPE_CHECKING:
 
     from sqlwin.api import Sqlwin
 
-BUCKETS_PER_PARTITION = 4  # key buckets per shuffle partition of a new stream: tasks stay busy, calls few
 ARRIVAL_SLACK_US = 86_400_000_000  # see start_stream: the arrival clock's watermark
 METADATA = "sqlwin.json"  # in the checkpoint: what a restart must keep (bucket count, query)
 
@@ -181,7 +180,7 @@ class StreamingWindowQuery:
     def end_input(self) -> None:
         """The stream has ended: close every window (BW-12), as a replay does at the end of its table."""
         control = Path(self.checkpoint) / "sqlwin-control"
-        rows = [{"__bucket": b, "__control": END_OF_INPUT} for b in range(self.buckets)]
+        rows = [{"__bucket": b, "__control": END_OF_INPUT} for b in self.stateful.bucket_ids]
         path = control / f"end-{uuid.uuid4().hex}.json"
         tmp = control / f".{path.name}.tmp"
         tmp.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
@@ -246,10 +245,10 @@ def start_stream(sw: "Sqlwin", query_text: str, sources: dict[str, t.Any], sink:
                                    hint="spark.readStream...load(), or a directory of files")
         frame.createOrReplaceTempView(quote_identifier(name))  # the table's own name, whatever it holds
     plan = sw.plan(query_text)
-    partitions = max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 1))
-    buckets = _bucket_count(checkpoint, query_text, buckets, BUCKETS_PER_PARTITION * partitions)
+    bucket_ids = _bucket_layout(spark, checkpoint, query_text, buckets)
+    buckets = len(bucket_ids)
     claim.commit()  # the checkpoint's identity in sqlwin.json, a marker naming it in each sink
-    stateful = prepare_stateful(plan, "streaming", buckets)
+    stateful = prepare_stateful(plan, "streaming", buckets, bucket_ids)
     rows = sw._spark_sql(stateful.input_sql(arrival=False), query_text)
     schema = record_schema(stateful, rows)
     config = stateful.config
@@ -371,25 +370,45 @@ def _read_options(source_format: str, options: dict[str, str]) -> dict[str, str]
     return {**defaults, **options}
 
 
-def _bucket_count(checkpoint: str, query_text: str, requested: int | None, default: int) -> int:
-    """Buckets are part of the state's key: fixed at the first start and kept on restarts.
+def _bucket_layout(spark, checkpoint: str, query_text: str, requested: int | None) -> tuple[int, ...]:
+    """The bucket ids of the stream's state: fixed at the first start and kept on restarts.
 
-    A new stream gets `default` (a few per shuffle partition of the session, so the cluster's
-    parallelism sets it); a restart keeps the checkpoint's, whatever the session's setting now
-    (Spark keeps the checkpoint's shuffle partitions for its state too).
+    A new stream gets one bucket per shuffle partition of the session, so the cluster's
+    parallelism sets it, and each bucket's id is an integer Spark's hash partitioner sends to a
+    partition of its own: the operator's tasks are balanced, one Python call each. A restart
+    keeps the checkpoint's layout whatever the session's setting now (Spark keeps the
+    checkpoint's shuffle partitions for its state too). Checkpoints of earlier versions hold
+    only a count: their ids are 0 .. count-1.
     """
     metadata = Path(checkpoint) / METADATA
-    if metadata.exists():
-        stored = json.loads(metadata.read_text())
-        if requested is not None and requested != stored["buckets"]:
+    stored = json.loads(metadata.read_text()) if metadata.exists() else {}
+    if "buckets" in stored:
+        ids = tuple(stored.get("bucket_ids") or range(int(stored["buckets"])))
+        if requested is not None and requested != len(ids):
             raise SqlwinUsageError(
-                f"The checkpoint at {checkpoint} was started with {stored['buckets']} buckets, not {requested}",
+                f"The checkpoint at {checkpoint} was started with {len(ids)} buckets, not {requested}",
                 hint="the same bucket count, or a fresh checkpoint")
-        return int(stored["buckets"])
-    buckets = requested or default
+        return ids
+    partitions = max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 1))
+    ids = _partition_aligned_ids(spark, partitions, requested or partitions)
+    stored.update({"buckets": len(ids), "bucket_ids": list(ids), "partitions": partitions, "query": query_text})
     metadata.parent.mkdir(parents=True, exist_ok=True)
-    metadata.write_text(json.dumps({"buckets": buckets, "query": query_text}, indent=2))
-    return buckets
+    metadata.write_text(json.dumps(stored, indent=2))
+    return ids
+
+
+def _partition_aligned_ids(spark, partitions: int, count: int) -> tuple[int, ...]:
+    """`count` INT bucket ids, the i-th sent by Spark's hash partitioning (pmod(hash(id), n), as
+    groupBy's exchange computes it) to partition i mod n: every partition gets its share."""
+    wanted = {p: [] for p in range(partitions)}
+    need = {p: len(range(p, count, partitions)) for p in range(partitions)}
+    limit = 64 * max(count, partitions)
+    rows = spark.range(limit).selectExpr("CAST(id AS INT) AS b", f"pmod(hash(CAST(id AS INT)), {partitions}) AS p") \
+        .collect()
+    for b, p in rows:
+        if len(wanted[p]) < need[p]:
+            wanted[p].append(b)
+    return tuple(wanted[i % partitions][i // partitions] for i in range(count))
 
 
 def _tick_ms(config: OperatorConfig) -> int:
