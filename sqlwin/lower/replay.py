@@ -64,11 +64,14 @@ def run_replay(sw: "Sqlwin", plan: QueryPlan) -> ReplayResult:
     name = f"__sqlwin_records_{uuid.uuid4().hex[:12]}"
     records.createOrReplaceTempView(name)
     typed = f"({query.typed_emissions_sql(name)})"
-    batched = sw._spark_sql(query.result_sql(typed), plan.sql).orderBy(*RESULT_ORDER)
+    # In emission order: gathered into one partition and sorted there. A global orderBy would
+    # first run a sampling job for its range partitioning, which replays the whole input again.
+    batched = sw._spark_sql(query.result_sql(typed), plan.sql).repartition(1).sortWithinPartitions(*RESULT_ORDER)
     result = batched.drop(*RESULT_ORDER)
     late = None
     if plan.late_into:
-        late = sw._spark_sql(query.late_sql(name), plan.sql).orderBy("__batch").drop("__batch")
+        late = sw._spark_sql(query.late_sql(name), plan.sql).repartition(1).sortWithinPartitions("__batch") \
+            .drop("__batch")
         late.createOrReplaceTempView(plan.late_into)
     return ReplayResult(result, late, query, batched.drop("__seq"))
 
