@@ -20,7 +20,7 @@ import numpy as np
 
 from sqlwin.lower.stateful import OperatorConfig
 from sqlwin.runtime import BatchResult, WindowRuntime
-from sqlwin.runtime.vector import Columns, FixedFinalRuntime, supports
+from sqlwin.runtime.vector import Columns, supports, vector_class
 
 EMIT, LATE, REJECTED, STATS = "emit", "late", "rejected", "stats"
 END_OF_INPUT = "end_of_input"  # the control row that ends a stream
@@ -118,8 +118,10 @@ class BucketState:
     def __init__(self, config: OperatorConfig, integral: tuple[bool, ...] = (), vectorised: bool = False):
         self.config = config
         self.integral = integral  # per input column __k*, __a*, __r*: a nullable integer column
-        self.vectorised = vectorised  # FixedFinalRuntime over columns, else WindowRuntime over rows
-        self.runtime_class = FixedFinalRuntime if vectorised else WindowRuntime
+        self.vectorised = vectorised  # a vectorised runtime over columns, else WindowRuntime over rows
+        c = config
+        self.runtime_class = (vector_class(c.windower, c.watermark, c.emit, c.aggregates, c.processing_time)
+                              if vectorised else WindowRuntime)
         self.runtimes: dict[tuple, t.Any] = {}
         self.now: int | None = None  # newest processing time seen
 

@@ -45,14 +45,25 @@ VECTOR_AGGREGATES = ("count", "sum", "min", "max", "avg")
 
 
 def supports(windower, watermark, emit, aggregates: t.Sequence[AggregateSpec], processing_time: bool) -> bool:
-    """Whether the vectorised runtime computes this configuration (else use WindowRuntime)."""
-    from sqlwin.plan import Cumulate, Hop, Tumble
+    """Whether a vectorised runtime computes this configuration (else use WindowRuntime)."""
+    return vector_class(windower, watermark, emit, aggregates, processing_time) is not None
 
-    return (isinstance(windower, (Tumble, Hop, Cumulate)) and not processing_time
-            and watermark.strategy in ("max_event_time", "min_event_time")
-            and watermark.idle_timeout is None
-            and emit.final and emit.is_final_only and not emit.allowed_lateness
-            and all(a.func in VECTOR_AGGREGATES and a.arg2 is None and not a.order for a in aggregates))
+
+def vector_class(windower, watermark, emit, aggregates: t.Sequence[AggregateSpec], processing_time: bool):
+    """The vectorised runtime for this configuration: FixedFinalRuntime, CountFinalRuntime or None."""
+    from sqlwin.plan import CountWindow, Cumulate, Hop, Tumble
+
+    common = (not processing_time and watermark.strategy in ("max_event_time", "min_event_time")
+              and watermark.idle_timeout is None and emit.final and emit.is_final_only
+              and not emit.allowed_lateness
+              and all(a.func in VECTOR_AGGREGATES and a.arg2 is None and not a.order for a in aggregates))
+    if not common:
+        return None
+    if isinstance(windower, (Tumble, Hop, Cumulate)):
+        return FixedFinalRuntime
+    if isinstance(windower, CountWindow):
+        return CountFinalRuntime
+    return None
 
 
 class Columns:
@@ -115,11 +126,14 @@ class Columns:
 class FixedFinalRuntime:
     """TUMBLE / HOP / CUMULATE with EMIT FINAL over columns. The same API as WindowRuntime."""
 
+    _STATE = ("_keys", "_first", "_raw", "_stream_raw", "_wk", "_ws", "_we", "_acc", "_key_seq", "_row_seq",
+              "_emit_seq", "_ended", "counts")
+
     def __init__(self, windower, watermark, emit, aggregates: t.Sequence[AggregateSpec],
                  processing_time: bool = False):
         _check_watermark(watermark, processing_time)
         _check_emit(emit)
-        if not supports(windower, watermark, emit, aggregates, processing_time):
+        if vector_class(windower, watermark, emit, aggregates, processing_time) is not type(self):
             raise RuntimeConfigError("The vectorised runtime does not cover this query",
                                      hint="sqlwin.runtime.WindowRuntime")
         self.windower, self.watermark_spec, self.emit = windower, watermark, emit
@@ -347,15 +361,15 @@ class FixedFinalRuntime:
 
     def snapshot(self) -> bytes:
         config = (self.windower, self.watermark_spec, self.emit, self.aggregate_specs, False)
-        state = {name: getattr(self, name) for name in _STATE_FIELDS}
-        return pickle.dumps({"version": SNAPSHOT_VERSION, "kind": "vector", "config": config, "state": state},
+        state = {name: getattr(self, name) for name in self._STATE}
+        return pickle.dumps({"version": SNAPSHOT_VERSION, "kind": type(self).__name__, "config": config, "state": state},
                             protocol=pickle.HIGHEST_PROTOCOL)
 
     @classmethod
     def restore(cls, snapshot: bytes, windower=None, watermark=None, emit=None, aggregates=None,
                 processing_time=None) -> "FixedFinalRuntime":
         data = pickle.loads(snapshot)
-        if data.get("version") != SNAPSHOT_VERSION or data.get("kind") != "vector":
+        if data.get("version") != SNAPSHOT_VERSION or data.get("kind") != cls.__name__:
             raise RuntimeConfigError(f"Unknown vectorised runtime snapshot {data.get('version')!r}")
         stored = data["config"]
         check_restored_config(stored, (windower, watermark, emit, aggregates, None))
@@ -367,14 +381,14 @@ class FixedFinalRuntime:
 
     # -- keys --------------------------------------------------------------------------
 
-    def _admit(self, cols: Columns, rejected_list) -> tuple | None:
+    def _admit(self, cols: Columns, rejected_list, null_time_ok: bool = False) -> tuple | None:
         """Reject rows with a NULL key (else a NULL time) into `rejected_list(row)`; count the rest
         and place their keys, new ones joining the state in the order of their first row.
 
         Returns (admitted rows, key position of each, key positions in first-row order), or None
         when every row was rejected.
         """
-        rejected = cols.key_null | cols.time_null
+        rejected = cols.key_null if null_time_ok else cols.key_null | cols.time_null
         if rejected.any():
             for i in np.flatnonzero(rejected).tolist():
                 reason = "null_key" if cols.key_null[i] else "null_time"
@@ -465,10 +479,14 @@ class FixedFinalRuntime:
             return -np.inf if dtype == np.float64 else np.iinfo(np.int64).min
         return 0
 
-    def _aggregate(self, cols: Columns, rows, keys, starts, ends, span_row) -> None:
-        """Add the on-time spans (in arrival order) to their windows, opening new ones."""
+    def _aggregate(self, cols: Columns, rows, keys, starts, ends, span_row):
+        """Add the on-time spans (in arrival order) to their windows, opening new ones.
+
+        Returns (new position of each old window, window of each span): the windows are
+        renumbered, and a subclass moves its own per-window arrays along.
+        """
         if not len(keys):
-            return
+            return np.arange(len(self._wk)), np.empty(0, np.int64)
         old = len(self._wk)
         all_k = np.concatenate([self._wk, keys])
         all_s = np.concatenate([self._ws, starts])
@@ -518,6 +536,7 @@ class FixedFinalRuntime:
             accs.append([value, seen])
         self._wk, self._ws, self._we = sk[first], ss[first], se[first]  # group g is the g-th first
         self._acc = accs
+        return old_group, new_group
 
     def _commit(self, key_of_row, times, moves) -> None:
         """The batch is applied: each clock moves to the newest (or oldest) time of its rows."""
@@ -567,14 +586,20 @@ class FixedFinalRuntime:
             windows = windows[np.lexsort((self._ws[windows], self._we[windows], key_rank))]
         results = [self._results(a, spec, windows) for a, spec in enumerate(self.aggregate_specs)]
         values = list(zip(*results)) if results else [()] * len(windows)
-        keys, starts, ends = self._wk[windows].tolist(), self._ws[windows].tolist(), self._we[windows].tolist()
+        keys = self._wk[windows].tolist()
+        starts, ends, indexes = self._bounds(windows)
         seq = self._emit_seq
         emissions = out.emissions
         for i in range(len(windows)):
             seq += 1
-            emissions.append(Emission(self._keys[keys[i]], starts[i], ends[i], values[i], INSERT, firing, seq, None))
+            emissions.append(Emission(self._keys[keys[i]], starts[i], ends[i], values[i], INSERT, firing, seq,
+                                      indexes[i]))
         self._emit_seq = seq
         self.counts["emissions"] += len(windows)
+
+    def _bounds(self, windows: np.ndarray) -> tuple[list, list, list]:
+        """What an emission of each window shows: start, end and (count windows) its number."""
+        return self._ws[windows].tolist(), self._we[windows].tolist(), [None] * len(windows)
 
     def _results(self, a: int, spec: AggregateSpec, windows: np.ndarray) -> list:
         state = self._acc[a]
@@ -592,5 +617,143 @@ class FixedFinalRuntime:
         self._acc = [[array[keep] for array in state] for state in self._acc]
 
 
-_STATE_FIELDS = ("_keys", "_first", "_raw", "_stream_raw", "_wk", "_ws", "_we", "_acc",
-                 "_key_seq", "_row_seq", "_emit_seq", "_ended", "counts")
+class CountFinalRuntime(FixedFinalRuntime):
+    """COUNT_WINDOW with EMIT FINAL over columns: windows of `size` rows every `slide` rows per key,
+    each fired when its last row arrives; its bounds are its first and last row's times.
+
+    The windows are kept as positions ([k * slide, k * slide + size - 1] in the key's row count),
+    with the first and last row's time beside them (`_first_time` / `_last_time`, NONE and a
+    NULL flag when the row had none). Partial windows end with the input, without a firing.
+    """
+
+    _STATE = FixedFinalRuntime._STATE + ("_count", "_first_time", "_first_null", "_last_time", "_last_null")
+
+    def __init__(self, windower, watermark, emit, aggregates, processing_time: bool = False):
+        super().__init__(windower, watermark, emit, aggregates, processing_time)
+        self._count = np.empty(0, np.int64)  # rows seen per key
+        self._first_time = np.empty(0, np.int64)
+        self._first_null = np.empty(0, bool)
+        self._last_time = np.empty(0, np.int64)
+        self._last_null = np.empty(0, bool)
+
+    def process_columns(self, cols: Columns, batch_time_us: int = 0) -> BatchResult:
+        if self._ended:
+            raise RuntimeError("end_of_input() was already called: this stream has ended")
+        out = BatchResult()
+        if cols.n == 0:
+            return out
+        admitted = self._admit(cols, lambda i: out.rejected, null_time_ok=True)
+        if admitted is None:
+            return out
+        rows, key_of_row, _ = admitted
+        self._emit_full(out, cols, rows, key_of_row)
+        self._commit(key_of_row, cols.time[rows], ~cols.time_null[rows])
+        return out
+
+    def process_batches(self, cols: Columns, batches: np.ndarray) -> list[tuple[int, BatchResult]]:
+        """Count windows do not look at clocks: a run of batches is one pass, each emission going
+        to the batch of the row that filled its window. (min_event_time clocks: batch by batch.)"""
+        if self.watermark_spec.strategy != "max_event_time":
+            return super().process_batches(cols, batches)
+        if self._ended:
+            raise RuntimeError("end_of_input() was already called: this stream has ended")
+        results: dict[int, BatchResult] = {}
+
+        def result(batch) -> BatchResult:
+            return results.setdefault(batch, BatchResult())
+
+        admitted = self._admit(cols, lambda i: result(int(batches[i])).rejected, null_time_ok=True)
+        if admitted is not None:
+            rows, key_of_row, _ = admitted
+            emitted = BatchResult()
+            filled_by = self._emit_full(emitted, cols, rows, key_of_row)
+            for emission, row in zip(emitted.emissions, filled_by.tolist()):
+                result(int(batches[rows[row]])).emissions.append(emission)
+            self._commit(key_of_row, cols.time[rows], ~cols.time_null[rows])
+        return sorted(results.items())
+
+    def end_of_input(self) -> BatchResult:
+        if self._ended:
+            raise RuntimeError("end_of_input() was already called: this stream has ended")
+        self._ended = True
+        self._drop_windows(np.ones(len(self._wk), bool))  # partial count windows go without a firing
+        return BatchResult()
+
+    def open_windows(self, key: tuple = ()) -> list[tuple]:
+        position = self._index.get(key)
+        if position is None:
+            return []
+        mine = np.flatnonzero(self._wk == position)
+        order = mine[np.lexsort((self._ws[mine], self._we[mine]))]
+        starts, ends, _ = self._bounds(order)
+        return list(zip(starts, ends))
+
+    # -- windows -------------------------------------------------------------------------
+
+    def _positions(self, keys: list[tuple]) -> np.ndarray:
+        before = len(self._keys)
+        out = super()._positions(keys)
+        if len(self._keys) > before:
+            self._count = np.concatenate([self._count, np.zeros(len(self._keys) - before, np.int64)])
+        return out
+
+    def _emit_full(self, out: BatchResult, cols: Columns, rows, key_of_row) -> np.ndarray:
+        """Add the rows to their count windows; emit the windows they fill, in arrival order.
+        Returns, for each emission, the (admitted) row that filled its window."""
+        size, slide = self.windower.size, self.windower.slide
+        # Each row's position in its key's count: the rows before it, of this batch and before.
+        order = np.argsort(key_of_row, kind="stable")
+        sorted_keys = key_of_row[order]
+        starts_at = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+        rank = np.arange(len(order)) - np.repeat(starts_at, np.diff(np.r_[starts_at, len(order)]))
+        index = np.empty(len(order), np.int64)
+        index[order] = self._count[sorted_keys] + rank
+        np.add.at(self._count, key_of_row, 1)
+        # The windows k holding each row: k * slide <= index < k * slide + size.
+        most = -(-size // slide)
+        last_k = index // slide
+        ks = last_k[:, None] - np.arange(most - 1, -1, -1, dtype=np.int64)[None, :]
+        keep = (ks >= 0) & (index[:, None] < ks * slide + size)
+        span_row = np.broadcast_to(np.arange(len(index), dtype=np.int64)[:, None], ks.shape)[keep]
+        ks = ks[keep]
+        self.counts["unassigned"] += int((np.bincount(span_row, minlength=len(index)) == 0).sum())
+        old_group, span_window = self._aggregate(cols, rows, key_of_row[span_row], ks * slide,
+                                                 ks * slide + size - 1, span_row)
+        self._renumber_times(old_group)
+        times, null = cols.time[rows][span_row], cols.time_null[rows][span_row]
+        if len(span_window):
+            opened = index[span_row] == ks * slide  # the window's first row
+            self._first_time[span_window[opened]] = times[opened]
+            self._first_null[span_window[opened]] = null[opened]
+            # the last row of each window in this batch: its last span
+            last = len(span_window) - 1 - np.unique(span_window[::-1], return_index=True)[1]
+            self._last_time[span_window[last]] = times[last]
+            self._last_null[span_window[last]] = null[last]
+        full = index[span_row] == ks * slide + size - 1
+        if not full.any():
+            return np.empty(0, np.int64)
+        windows, filled_by = span_window[full], span_row[full]  # in arrival order: one per row
+        self._fire(out, windows, ON_TIME, presorted=True)
+        drop = np.zeros(len(self._wk), bool)
+        drop[windows] = True
+        self._drop_windows(drop)
+        return filled_by
+
+    def _renumber_times(self, old_group: np.ndarray) -> None:
+        count = len(self._wk)
+        for name, fill, dtype in (("_first_time", 0, np.int64), ("_first_null", True, bool),
+                                  ("_last_time", 0, np.int64), ("_last_null", True, bool)):
+            fresh = np.full(count, fill, dtype)
+            fresh[old_group] = getattr(self, name)
+            setattr(self, name, fresh)
+
+    def _drop_windows(self, drop: np.ndarray) -> None:
+        keep = ~drop
+        for name in ("_first_time", "_first_null", "_last_time", "_last_null"):
+            setattr(self, name, getattr(self, name)[keep])
+        super()._drop_windows(drop)
+
+    def _bounds(self, windows: np.ndarray) -> tuple[list, list, list]:
+        firsts = [None if n else t for t, n in zip(self._first_time[windows].tolist(), self._first_null[windows].tolist())]
+        lasts = [None if n else t for t, n in zip(self._last_time[windows].tolist(), self._last_null[windows].tolist())]
+        return firsts, lasts, (self._ws[windows] // self.windower.slide).tolist()

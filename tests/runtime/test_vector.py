@@ -14,9 +14,9 @@ from runtime_helpers import batches
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sqlwin.plan import UNBOUNDED, Cumulate, EmitSpec, Hop, Session, Tumble, WatermarkSpec
+from sqlwin.plan import UNBOUNDED, CountWindow, Cumulate, EmitSpec, Hop, Session, Tumble, WatermarkSpec
 from sqlwin.runtime import AggregateSpec, RuntimeConfigError, WindowRuntime
-from sqlwin.runtime.vector import Columns, FixedFinalRuntime, supports
+from sqlwin.runtime.vector import Columns, CountFinalRuntime, FixedFinalRuntime, supports
 
 SETTINGS = settings(max_examples=int(os.environ.get("SQLWIN_EXAMPLES", 300)), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -125,3 +125,45 @@ def test_many_batches_at_once_equal_batch_by_batch(windower, watermark, stream, 
     assert [got.get(n, (n, *empty)) for n, *_ in expected] == expected
     assert repr(vector.end_of_input().emissions) == repr(general.end_of_input().emissions)
     assert vector.counts == general.counts
+
+
+count_windows = st.builds(lambda size, slide: CountWindow(size, slide), st.integers(1, 6), st.integers(1, 8))
+
+
+@SETTINGS
+@given(count_windows, watermarks, streams(), st.integers(0, 6), st.integers(0, 3))
+def test_vectorised_count_windows_equal_the_general_ones(windower, watermark, stream, restore_at, chunks):
+    """CountFinalRuntime batch by batch (with a restore) and many batches at once == WindowRuntime."""
+    rows, cuts = stream
+    emit = EmitSpec()
+    general = WindowRuntime(windower, watermark, emit, AGGREGATES)
+    vector = CountFinalRuntime(windower, watermark, emit, AGGREGATES)
+    run = CountFinalRuntime(windower, watermark, emit, AGGREGATES)
+    numbered = []
+    for number, batch in enumerate(batches(rows, cuts)):
+        if number == restore_at:
+            vector = CountFinalRuntime.restore(vector.snapshot(), windower, watermark, emit, AGGREGATES)
+        expected = general.process_batch(batch, 1000 + number)
+        got = vector.process_batch(batch, 1000 + number)
+        assert same(got.emissions, expected.emissions), f"batch {number}: {batch}"
+        assert same(got.rejected, expected.rejected)
+        assert not got.late
+        for key in [("a",), ("b",), ("c",), ("d",)]:
+            assert vector.watermark(key) == general.watermark(key)
+            assert vector.open_windows(key) == general.open_windows(key)
+        numbered += [(number, row, repr(expected.emissions), repr(expected.rejected)) for row in batch]
+    # the same stream handed over as `chunks + 1` runs of whole batches
+    got = {}
+    last = max([n for n, *_ in numbered], default=0)
+    for part in range(chunks + 1):
+        low, high = part * (last + 1) // (chunks + 1), (part + 1) * (last + 1) // (chunks + 1)
+        piece = [item for item in numbered if low <= item[0] < high]
+        cols = Columns.from_rows([row for _, row, _, _ in piece], 2)
+        for number, result in run.process_batches(cols, np.array([n for n, *_ in piece], np.int64)):
+            got[number] = (repr(result.emissions), repr(result.rejected))
+    for number, _, emissions, rejected in numbered:
+        assert got.get(number, (repr([]), repr([]))) == (emissions, rejected)
+    assert same(vector.end_of_input().emissions, general.end_of_input().emissions)
+    assert vector.counts == general.counts
+    run.end_of_input()
+    assert run.counts == general.counts
