@@ -7,7 +7,6 @@
            "DESCRIPTOR(ts), INTERVAL 1 HOUR) GROUP BY k, window_start, window_end").show()
 """
 
-from sqlwin.api import Explanation, Sqlwin, attach
 from sqlwin.errors import (
     SqlwinError,
     SqlwinRuntimeError,
@@ -16,8 +15,23 @@ from sqlwin.errors import (
     SqlwinUsageError,
     SqlwinValidationError,
 )
-from sqlwin.plan import build_plan
-from sqlwin.session import session
+
+# The API, the parser and Spark load on first use (PEP 562): a Spark Python worker that imports
+# sqlwin's runtime and worker code never loads sqlglot or the API.
+_LAZY = {"Explanation": "sqlwin.api", "Sqlwin": "sqlwin.api", "attach": "sqlwin.api",
+         "build_plan": "sqlwin.plan", "session": "sqlwin.session"}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sqlwin' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Explanation",

@@ -33,6 +33,19 @@ from sqlwin.dialect import (
     parse_one,
 )
 from sqlwin.errors import Position, SqlwinError, SqlwinUnsupportedError, SqlwinValidationError
+from sqlwin.ir import (  # noqa: F401 (the IR's types, re-exported: sqlwin.plan.Tumble etc.)
+    UNBOUNDED,
+    CountWindow,
+    Cumulate,
+    EmitSpec,
+    GlobalWindow,
+    Hop,
+    Session,
+    Slide,
+    Tumble,
+    WatermarkSpec,
+    Windower,
+)
 from sqlwin.sqltext import quote_identifier
 
 MICROS = {
@@ -54,64 +67,7 @@ FRACTIONAL_MS_TYPES = ("double", "float")  # and decimal(p,s): epoch ms rounded 
 SchemaLookup = t.Callable[[str], "dict[str, str] | None"]
 
 # --------------------------------------------------------------------------- the IR
-
-
-@dataclass(frozen=True)
-class Tumble:
-    size: int
-    offset: int = 0
-
-    @property
-    def slide(self) -> int:
-        return self.size
-
-
-@dataclass(frozen=True)
-class Hop:
-    """Fixed-size windows starting every `slide`; overlapping (slide < size) or with gaps (slide > size)."""
-
-    size: int
-    slide: int
-    offset: int = 0
-
-
-@dataclass(frozen=True)
-class Cumulate:
-    """Windows that grow by `step` from the start of each `max_size` period (Flink's CUMULATE)."""
-
-    step: int
-    max_size: int
-    offset: int = 0
-
-
-@dataclass(frozen=True)
-class Session:
-    """Rows less than `gap` apart share a session; a session is [first row, last row + gap)."""
-
-    gap: int
-
-
-@dataclass(frozen=True)
-class Slide:
-    """One window per distinct row time: [ts - size, ts], both ends inclusive (Quix sliding windows)."""
-
-    size: int
-
-
-@dataclass(frozen=True)
-class CountWindow:
-    """Windows of `size` rows starting every `slide` rows, in the ORDER BY (or arrival) order."""
-
-    size: int
-    slide: int
-
-
-@dataclass(frozen=True)
-class GlobalWindow:
-    """One window holding every row of a key."""
-
-
-Windower = t.Union[Tumble, Hop, Cumulate, Session, Slide, CountWindow, GlobalWindow]
+# (windowers, WatermarkSpec and EmitSpec live in sqlwin.ir, free of sqlglot, for the runtime)
 
 
 @dataclass(frozen=True)
@@ -134,49 +90,6 @@ class TimeColumn:
         """Spark SQL for an epoch-ms row time as whole milliseconds (NULL for NaN, infinities, overflow)."""
         column = quote_identifier(self.name)
         return f"TRY_CAST(round({column}) AS BIGINT)" if self.rounded else column
-
-
-@dataclass(frozen=True)
-class WatermarkSpec:
-    """How event time advances and when a row is late. See docs/semantics.md."""
-
-    column: str | None = None
-    delay: int = 0  # micros; None-like infinity is represented by UNBOUNDED
-    strategy: str = "max_event_time"  # | 'min_event_time' | 'bytewax'
-    scope: str = "key"  # | 'stream'
-    idle_timeout: int | None = None
-    idle_clock: str = "processing_time"  # | 'event_time'
-    lateness_rule: str = "window_closed"  # | 'before_watermark'
-
-
-UNBOUNDED = 2**62  # a delay no stream ever exceeds (Bytewax's timedelta.max)
-
-
-@dataclass(frozen=True)
-class EmitSpec:
-    """When results leave a window and what each firing carries."""
-
-    final: bool = True  # the on-time firing when the window closes
-    changes: bool = False  # a result after every input row (Quix current())
-    early_interval: int | None = None
-    early_rows: int | None = None
-    allowed_lateness: int = 0
-    late_interval: int | None = None
-    late_rows: int | None = None
-    accumulation: str = "ACCUMULATING"  # | 'DISCARDING' | 'RETRACTING'
-    only_updated: bool = False
-
-    @property
-    def is_final_only(self) -> bool:
-        return (
-            self.final
-            and not self.changes
-            and self.early_interval is None
-            and self.early_rows is None
-            and self.late_interval is None
-            and self.late_rows is None
-            and self.accumulation == "ACCUMULATING"
-        )
 
 
 @dataclass

@@ -13,14 +13,31 @@ from __future__ import annotations
 
 import pickle
 import typing as t
+from dataclasses import dataclass
 
 import pandas as pd
 
 import numpy as np
 
-from sqlwin.lower.stateful import OperatorConfig
-from sqlwin.runtime import BatchResult, WindowRuntime
+from sqlwin.runtime import AggregateSpec, BatchResult, WindowRuntime
 from sqlwin.runtime.vector import Columns, supports, vector_class
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    """What a Python worker needs to run the runtime for one bucket (pickled with the function)."""
+
+    windower: t.Any
+    watermark: t.Any  # WatermarkSpec, scope already resolved for one runtime
+    emit: t.Any
+    aggregates: tuple[AggregateSpec, ...]
+    processing_time: bool
+    key_count: int
+    clock_positions: tuple[int, ...] | None  # None: one runtime, a clock per key; else a runtime per clock key
+    argument_count: int
+    row_count: int  # input columns carried for LATE ROWS INTO (0: late rows are only counted)
+    output_late: bool
+    timers: bool  # processing time matters (windows, idle timeout, Bytewax aging, intervals)
+
 
 EMIT, LATE, REJECTED, STATS = "emit", "late", "rejected", "stats"
 END_OF_INPUT = "end_of_input"  # the control row that ends a stream

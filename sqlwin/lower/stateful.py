@@ -36,28 +36,12 @@ from sqlwin.plan import (
     WindowRelation,
     node_position,
 )
+from sqlwin.lower.operator import OperatorConfig
 from sqlwin.runtime import AggregateSpec
 from sqlwin.sqltext import identifier_name, quote_identifier
 
 SYSTEM_COLUMNS = ("op", "firing", "emit_seq")  # appended to every stateful result
 RESULT_ORDER = ("__batch", "__seq")  # hidden columns of the result: arrival batch, emission sequence
-
-
-@dataclass(frozen=True)
-class OperatorConfig:
-    """What a Python worker needs to run the runtime for one bucket (pickled with the function)."""
-
-    windower: t.Any
-    watermark: t.Any  # WatermarkSpec, scope already resolved for one runtime
-    emit: t.Any
-    aggregates: tuple[AggregateSpec, ...]
-    processing_time: bool
-    key_count: int
-    clock_positions: tuple[int, ...] | None  # None: one runtime, a clock per key; else a runtime per clock key
-    argument_count: int
-    row_count: int  # input columns carried for LATE ROWS INTO (0: late rows are only counted)
-    output_late: bool
-    timers: bool  # processing time matters (windows, idle timeout, Bytewax aging, intervals)
 
 
 @dataclass

@@ -7,7 +7,7 @@ Python's floor division rounds towards -inf, which is what alignment needs.
 
 from __future__ import annotations
 
-from sqlwin.plan import Cumulate, CountWindow, GlobalWindow, Hop, Session, Slide, Tumble
+from sqlwin.ir import Cumulate, CountWindow, GlobalWindow, Hop, Session, Slide, Tumble
 from sqlwin.runtime.model import RuntimeConfigError
 
 FIXED, SESSION, SLIDE, COUNT, GLOBAL = "fixed", "session", "slide", "count", "global"

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from sqlwin.plan import WatermarkSpec
+from sqlwin.ir import WatermarkSpec
 
 
 class Clock:

@@ -7,7 +7,7 @@ import math
 import pickle
 import typing as t
 
-from sqlwin.plan import EmitSpec, WatermarkSpec
+from sqlwin.ir import EmitSpec, WatermarkSpec
 from sqlwin.runtime import assign
 from sqlwin.runtime.aggregates import make_aggregates
 from sqlwin.runtime.assign import COUNT, FIXED, GLOBAL, SESSION, SLIDE

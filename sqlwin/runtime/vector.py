@@ -51,7 +51,7 @@ def supports(windower, watermark, emit, aggregates: t.Sequence[AggregateSpec], p
 
 def vector_class(windower, watermark, emit, aggregates: t.Sequence[AggregateSpec], processing_time: bool):
     """The vectorised runtime for this configuration: FixedFinalRuntime, CountFinalRuntime or None."""
-    from sqlwin.plan import CountWindow, Cumulate, Hop, Tumble
+    from sqlwin.ir import CountWindow, Cumulate, Hop, Tumble
 
     common = (not processing_time and watermark.strategy in ("max_event_time", "min_event_time")
               and watermark.idle_timeout is None and emit.final and emit.is_final_only
@@ -430,7 +430,7 @@ class FixedFinalRuntime:
 
     def _spans(self, times: np.ndarray):
         """(row, start, end) of every window each time falls in: by row, then start, then end."""
-        from sqlwin.plan import Cumulate, Hop, Tumble
+        from sqlwin.ir import Cumulate, Hop, Tumble
 
         w = self.windower
         n = len(times)

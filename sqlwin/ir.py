@@ -1,0 +1,112 @@
+"""sqlwin's IR of a window: windowers, watermark and emit specs. Plain dataclasses, no sqlglot.
+
+The SQL layer (`sqlwin.plan`) builds them from a query; the runtime (`sqlwin.runtime`) and the
+Spark workers read them, so a Python worker never loads the parser. All durations are integer
+microseconds, the resolution of Spark's TIMESTAMP.
+"""
+
+from __future__ import annotations
+
+import typing as t
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Tumble:
+    size: int
+    offset: int = 0
+
+    @property
+    def slide(self) -> int:
+        return self.size
+
+
+@dataclass(frozen=True)
+class Hop:
+    """Fixed-size windows starting every `slide`; overlapping (slide < size) or with gaps (slide > size)."""
+
+    size: int
+    slide: int
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class Cumulate:
+    """Windows that grow by `step` from the start of each `max_size` period (Flink's CUMULATE)."""
+
+    step: int
+    max_size: int
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class Session:
+    """Rows less than `gap` apart share a session; a session is [first row, last row + gap)."""
+
+    gap: int
+
+
+@dataclass(frozen=True)
+class Slide:
+    """One window per distinct row time: [ts - size, ts], both ends inclusive (Quix sliding windows)."""
+
+    size: int
+
+
+@dataclass(frozen=True)
+class CountWindow:
+    """Windows of `size` rows starting every `slide` rows, in the ORDER BY (or arrival) order."""
+
+    size: int
+    slide: int
+
+
+@dataclass(frozen=True)
+class GlobalWindow:
+    """One window holding every row of a key."""
+
+
+Windower = t.Union[Tumble, Hop, Cumulate, Session, Slide, CountWindow, GlobalWindow]
+
+
+@dataclass(frozen=True)
+class WatermarkSpec:
+    """How event time advances and when a row is late. See docs/semantics.md."""
+
+    column: str | None = None
+    delay: int = 0  # micros; None-like infinity is represented by UNBOUNDED
+    strategy: str = "max_event_time"  # | 'min_event_time' | 'bytewax'
+    scope: str = "key"  # | 'stream'
+    idle_timeout: int | None = None
+    idle_clock: str = "processing_time"  # | 'event_time'
+    lateness_rule: str = "window_closed"  # | 'before_watermark'
+
+
+UNBOUNDED = 2**62  # a delay no stream ever exceeds (Bytewax's timedelta.max)
+
+
+@dataclass(frozen=True)
+class EmitSpec:
+    """When results leave a window and what each firing carries."""
+
+    final: bool = True  # the on-time firing when the window closes
+    changes: bool = False  # a result after every input row (Quix current())
+    early_interval: int | None = None
+    early_rows: int | None = None
+    allowed_lateness: int = 0
+    late_interval: int | None = None
+    late_rows: int | None = None
+    accumulation: str = "ACCUMULATING"  # | 'DISCARDING' | 'RETRACTING'
+    only_updated: bool = False
+
+    @property
+    def is_final_only(self) -> bool:
+        return (
+            self.final
+            and not self.changes
+            and self.early_interval is None
+            and self.early_rows is None
+            and self.late_interval is None
+            and self.late_rows is None
+            and self.accumulation == "ACCUMULATING"
+        )
