@@ -24,8 +24,9 @@ changes nothing is itself checked, on the runtime alone, by the hypothesis test 
 Randomness: streams are drawn by `gen_stream` from a draw source -- hypothesis for the
 runtime-only properties, `random.Random(seed)` for the Spark runs. The seed is new on every
 run and printed with any failure; SQLWIN_DIFF_SEED=<seed> reproduces it,
-SQLWIN_DIFF_STREAMS=<n> changes how many streams each configuration runs (default 32, eight
-configurations: 256 streams).
+SQLWIN_DIFF_STREAMS=<n> changes how many streams each configuration runs (default 32, eleven
+configurations: 352 streams). Three of them (`-fast`) use only the aggregates the vectorised
+runtime computes, so their replay and stream run it and are compared with the general runtime.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ AGGREGATES = [AggregateSpec("count"), AggregateSpec("count", 0), AggregateSpec("
               AggregateSpec("min", 0), AggregateSpec("max", 0), AggregateSpec("collect_list", 0)]
 SELECT_AGGREGATES = "count(*) AS n, count(v) AS nv, sum(v) AS s, min(v) AS lo, max(v) AS hi, collect_list(v) AS vs"
 VALUE_COLUMNS = ("n", "nv", "s", "lo", "hi", "vs")
+FAST_AGGREGATES = AGGREGATES[:5]  # what the vectorised runtime computes: the fast path runs
 SCHEMA = "s INT, k STRING, ts BIGINT, v INT, arrival INT, batch INT"
 
 
@@ -154,6 +156,15 @@ class Config:
     strategy: str = "max_event_time"
     lateness_rule: str = "window_closed"
     descriptor: bool = True  # COUNT_WINDOW may run without a time column
+    fast: bool = False  # only aggregates the vectorised runtime computes (no collect_list)
+
+    @property
+    def aggregates(self) -> list:
+        return FAST_AGGREGATES if self.fast else AGGREGATES
+
+    @property
+    def value_columns(self) -> tuple[str, ...]:
+        return VALUE_COLUMNS[:len(self.aggregates)]
 
     @property
     def is_count(self) -> bool:
@@ -190,7 +201,8 @@ class Config:
 
     def _select(self) -> str:
         index = ", window_index" if self.is_count else ""
-        return f"SELECT k, window_start, window_end{index}, {SELECT_AGGREGATES}\n"
+        aggregates = SELECT_AGGREGATES.rsplit(",", 1)[0] if self.fast else SELECT_AGGREGATES
+        return f"SELECT k, window_start, window_end{index}, {aggregates}\n"
 
     def _arguments(self) -> str:
         return ("DESCRIPTOR(ts), " if self.descriptor else "") + self.arguments
@@ -199,10 +211,11 @@ class Config:
         return self.query("events", "late_events")
 
 
-def gen_config(rng: random.Random, function: str, changes: bool) -> Config:
-    """A random window of `function`: sizes, offsets, delay, watermark strategy and lateness rule."""
-    emit = "changes" if changes else "final"
-    common = dict(changes=changes, delay_ms=rng.choice([0, 1000, 3000, None]),
+def gen_config(rng: random.Random, function: str, changes: bool, fast: bool = False) -> Config:
+    """A random window of `function`: sizes, offsets, delay, watermark strategy and lateness rule.
+    `fast`: aggregates the vectorised runtime computes, so replay and streaming run it."""
+    emit = ("changes" if changes else "final") + ("-fast" if fast else "")
+    common = dict(changes=changes, fast=fast, delay_ms=rng.choice([0, 1000, 3000, None]),
                   strategy=rng.choice(["max_event_time", "min_event_time"]),
                   lateness_rule=rng.choice(["window_closed", "before_watermark"]))
     if function == "TUMBLE":
@@ -218,10 +231,12 @@ def gen_config(rng: random.Random, function: str, changes: bool) -> Config:
         return Config(f"session-{emit}", function, Session(gap * 1000), f"INTERVAL {gap // 1000} SECONDS", **common)
     size, slide = rng.choice([(3, 3), (3, 1), (2, 3), (4, 2)])
     return Config(f"count-{emit}", function, CountWindow(size, slide), f"{size}, {slide}", changes=changes,
-                  descriptor=rng.choice([True, False]))
+                  descriptor=rng.choice([True, False]), fast=fast)
 
 
-KINDS = [(f, c) for f in ("TUMBLE", "HOP", "SESSION", "COUNT_WINDOW") for c in (False, True)]
+KINDS = [(f, c, False) for f in ("TUMBLE", "HOP", "SESSION", "COUNT_WINDOW") for c in (False, True)]
+# The vectorised runtime's shapes: EMIT FINAL over TUMBLE / HOP / COUNT_WINDOW, its aggregates only.
+FAST_KINDS = [(f, False, True) for f in ("TUMBLE", "HOP", "COUNT_WINDOW")]
 
 
 # --------------------------------------------------------------------------- the runtime alone
@@ -268,7 +283,7 @@ def run_runtime(config: Config, streams: list[Stream], table: list[tuple]) -> Ou
 def drive(config: Config, table: list[tuple], outcome: Outcome, restore_after: int | None = None) -> None:
     """Feed one runtime `table`'s rows batch by batch, then end the input. `restore_after`: carry
     on from a snapshot taken after that batch, in a new runtime (a restart)."""
-    runtime = WindowRuntime(config.windower, config.watermark(), config.emit(), AGGREGATES)
+    runtime = WindowRuntime(config.windower, config.watermark(), config.emit(), config.aggregates)
     for batch in sorted({r[5] for r in table}):
         rows = [((None if k is None else (k,)), (None if ts is None or not config.descriptor else ts * 1000),
                  (v, arrival, ts, b, s))
@@ -276,7 +291,7 @@ def drive(config: Config, table: list[tuple], outcome: Outcome, restore_after: i
         _collect(config, outcome, runtime.process_batch(rows, batch), batch)
         if batch == restore_after:
             runtime = WindowRuntime.restore(runtime.snapshot(), config.windower, config.watermark(),
-                                            config.emit(), AGGREGATES)
+                                            config.emit(), config.aggregates)
     _collect(config, outcome, runtime.end_of_input(), END)
 
 
@@ -303,7 +318,7 @@ def _ms(micros: int | None) -> int | None:
 
 def normalise_emission(config: Config, row, batch) -> tuple:
     window = (row["window_start"], row["window_end"], row["window_index"] if config.is_count else None)
-    values = tuple(list(row[c]) if c == "vs" else row[c] for c in VALUE_COLUMNS)
+    values = tuple(list(row[c]) if c == "vs" else row[c] for c in config.value_columns)
     return (batch, *window, *values, row["op"], row["firing"])
 
 
@@ -323,6 +338,15 @@ def spark_outcome(config: Config, emissions: list[tuple[t.Any, t.Any]], late_row
                                             r["window_start"], r["window_end"], r["reason"]))
     outcome.late = late
     return outcome.sorted_late()
+
+
+def uses_vectorised_runtime(sw, config: Config, view: str) -> bool:
+    """Whether replay and streaming run this query on the vectorised runtime (as they decide it)."""
+    from sqlwin.lower.operator import vectorisable
+    from sqlwin.lower.stateful import prepare_stateful
+
+    query = prepare_stateful(sw.plan(config.query(view, None)), "replay", 2)
+    return vectorisable(query.config, sw.spark.sql(query.input_sql(arrival=True)).schema)
 
 
 def run_replay_outcome(sw, config: Config, view: str, late_view: str) -> Outcome:
@@ -396,8 +420,7 @@ def window_identity(config: Config, window: tuple) -> tuple:
 def complete_view(row: tuple) -> tuple:
     """A window's (start, end, index, *values) with collect_list as a sorted tuple (complete
     input's collect_list order is Spark's, not defined)."""
-    *window, vs = row
-    return (*window, tuple(sorted(vs)))
+    return tuple(tuple(sorted(value)) if isinstance(value, list) else value for value in row)
 
 
 def compare_complete(config: Config, streams: list[Stream], expected: Outcome, complete: dict[str, Counter],
@@ -458,19 +481,21 @@ def eligible_streams(config: Config, streams: list[Stream], expected: Outcome) -
 # --------------------------------------------------------------------------- the Spark test
 
 
-@pytest.mark.parametrize("function,changes", KINDS, ids=[f"{f.lower()}-{'changes' if c else 'final'}"
-                                                         for f, c in KINDS])
-def test_runtime_replay_stream_and_complete_input_agree(sw, spark, tmp_path, function, changes):
-    rng = random.Random(f"{SEED}-{function}-{changes}")
-    config = gen_config(rng, function, changes)
+@pytest.mark.parametrize("function,changes,fast", KINDS + FAST_KINDS,
+                         ids=[f"{f.lower()}-{'changes' if c else 'final'}{'-fast' if fast else ''}"
+                              for f, c, fast in KINDS + FAST_KINDS])
+def test_runtime_replay_stream_and_complete_input_agree(sw, spark, tmp_path, function, changes, fast):
+    rng = random.Random(f"{SEED}-{function}-{changes}-{fast}")
+    config = gen_config(rng, function, changes, fast)
     streams = [gen_stream(RandomDraw(rng)) for _ in range(STREAMS_PER_RUN)]
     table_rows = combined_rows(streams)
     print(f"SQLWIN_DIFF_SEED={SEED}\n{config}")  # shown with any failure, exceptions included
     expected = run_runtime(config, streams, table_rows)
 
-    name = f"diff_{function.lower()}_{'changes' if changes else 'final'}"
+    name = f"diff_{function.lower()}_{'changes' if changes else 'final'}{'_fast' if fast else ''}"
     table = spark.createDataFrame(table_rows, SCHEMA)
     table.createOrReplaceTempView(name)
+    assert uses_vectorised_runtime(sw, config, name) == fast, "the configuration does not take the path it names"
     problems = compare_engines(config, streams, expected,
                                run_replay_outcome(sw, config, name, f"{name}_late"), "replay")
 
@@ -483,7 +508,7 @@ def test_runtime_replay_stream_and_complete_input_agree(sw, spark, tmp_path, fun
         window = (row["window_start"], row["window_end"], row["window_index"] if config.is_count else None)
         if not config.descriptor:  # complete input needs ORDER BY arrival, and shows its values as bounds;
             window = (None, None, window[2])  # the stream's count windows have no time to show
-        complete.setdefault(row["k"], Counter())[complete_view((*window, *(row[c] for c in VALUE_COLUMNS)))] += 1
+        complete.setdefault(row["k"], Counter())[complete_view((*window, *(row[c] for c in config.value_columns)))] += 1
     eligible = eligible_streams(config, streams, expected)
     problems += compare_complete(config, streams, expected, complete, eligible)
 
@@ -508,8 +533,8 @@ RUNTIME_SETTINGS = settings(max_examples=int(os.environ.get("SQLWIN_EXAMPLES", 1
 @st.composite
 def runtime_cases(draw):
     """A random configuration and a few random streams, all drawn through hypothesis."""
-    function, changes = draw(st.sampled_from(KINDS))
-    config = gen_config(draw(st.randoms(use_true_random=False)), function, changes)
+    function, changes, fast = draw(st.sampled_from(KINDS + FAST_KINDS))
+    config = gen_config(draw(st.randoms(use_true_random=False)), function, changes, fast)
     source = HypothesisDraw(draw)
     streams = [gen_stream(source) for _ in range(draw(st.integers(1, 4)))]
     return config, streams
