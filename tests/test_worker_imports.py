@@ -1,6 +1,5 @@
 """What Spark's Python workers load: the runtime and the worker code, never the parser or the API."""
 
-import pickle
 import subprocess
 import sys
 
@@ -8,6 +7,7 @@ from sqlwin.ir import EmitSpec, Tumble, WatermarkSpec
 from sqlwin.lower.operator import OperatorConfig, replay_partition
 from sqlwin.lower.processor import WindowProcessor
 from sqlwin.runtime import AggregateSpec
+from sqlwin.runtime.vector import FixedFinalRuntime
 
 CONFIG = OperatorConfig(windower=Tumble(60_000_000), watermark=WatermarkSpec(column="ts", delay=5_000_000),
                         emit=EmitSpec(), aggregates=(AggregateSpec("count"),), processing_time=False, key_count=1,
@@ -18,8 +18,8 @@ def test_a_worker_unpickles_the_operator_without_loading_sqlglot(tmp_path):
     from pyspark import cloudpickle  # what PySpark pickles functions and processors with
 
     blob = tmp_path / "worker.pickle"
-    processor = WindowProcessor(CONFIG, (False,), "none", 1000, ["__bucket", "__k0"], True)
-    function = replay_partition(CONFIG, (False,), True, None, None)
+    processor = WindowProcessor(CONFIG, (False,), "none", 1000, ["__bucket", "__k0"], FixedFinalRuntime)
+    function = replay_partition(CONFIG, (False,), FixedFinalRuntime, None, None)
     blob.write_bytes(cloudpickle.dumps((processor, function)))
     code = (f"import pickle, sys; pickle.loads(open({str(blob)!r}, 'rb').read()); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sqlglot', 'sqlwin')))")

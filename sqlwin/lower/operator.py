@@ -20,7 +20,7 @@ import pandas as pd
 import numpy as np
 
 from sqlwin.runtime import AggregateSpec, BatchResult, WindowRuntime
-from sqlwin.runtime.vector import Columns, supports, vector_class
+from sqlwin.runtime.vector import Columns, OtherSnapshotKind, vector_class
 
 @dataclass(frozen=True)
 class OperatorConfig:
@@ -64,9 +64,10 @@ def column_values(series: pd.Series, integral: bool = False) -> list:
     return values
 
 
-def vectorisable(config: OperatorConfig, schema) -> bool:
-    """Whether the vectorised runtime serves this query: its shape (sqlwin.runtime.vector.supports),
-    one runtime per bucket, and numeric aggregate arguments (the Spark schema of the input rows)."""
+def vectorisable(config: OperatorConfig, schema, many_batches: bool = False):
+    """The vectorised runtime class that serves this query, or None (the general runtime): by its
+    shape (sqlwin.runtime.vector.vector_class), one runtime per bucket, and numeric aggregate
+    arguments (the Spark schema of the input rows). `many_batches`: a replay."""
     from pyspark.sql.types import BooleanType, DoubleType, FloatType, IntegralType
 
     types = {f.name: f.dataType for f in schema.fields}
@@ -76,9 +77,9 @@ def vectorisable(config: OperatorConfig, schema) -> bool:
         return isinstance(kind, (IntegralType, FloatType, DoubleType)) and not isinstance(kind, BooleanType)
 
     c = config
-    return (c.clock_positions in (None, ()) and supports(c.windower, c.watermark, c.emit, c.aggregates,
-                                                         c.processing_time)
-            and all(numeric(a.arg) for a in c.aggregates if a.arg is not None))
+    if c.clock_positions not in (None, ()) or not all(numeric(a.arg) for a in c.aggregates if a.arg is not None):
+        return None
+    return vector_class(c.windower, c.watermark, c.emit, c.aggregates, c.processing_time, many_batches)
 
 
 def batch_columns(frame: pd.DataFrame, config: OperatorConfig, integral: tuple[bool, ...]) -> Columns:
@@ -132,13 +133,12 @@ def _factorize_keys(columns: list[pd.Series], integral: list[bool], n: int):
 class BucketState:
     """The runtimes of one bucket: one with a clock per key, or one per clock key (scope 'stream')."""
 
-    def __init__(self, config: OperatorConfig, integral: tuple[bool, ...] = (), vectorised: bool = False):
+    def __init__(self, config: OperatorConfig, integral: tuple[bool, ...] = (), vectorised: type | None = None):
         self.config = config
         self.integral = integral  # per input column __k*, __a*, __r*: a nullable integer column
-        self.vectorised = vectorised  # a vectorised runtime over columns, else WindowRuntime over rows
-        c = config
-        self.runtime_class = (vector_class(c.windower, c.watermark, c.emit, c.aggregates, c.processing_time)
-                              if vectorised else WindowRuntime)
+        # a vectorised runtime class (over columns, `vectorisable`), else WindowRuntime over rows
+        self.vectorised = vectorised is not None
+        self.runtime_class = vectorised or WindowRuntime
         self.runtimes: dict[tuple, t.Any] = {}
         self.now: int | None = None  # newest processing time seen
 
@@ -150,16 +150,23 @@ class BucketState:
 
     @classmethod
     def restore(cls, blob: bytes | None, config: OperatorConfig, integral: tuple[bool, ...] = (),
-                vectorised: bool = False) -> "BucketState":
+                vectorised: type | None = None) -> "BucketState":
         state = cls(config, integral, vectorised)
         if blob:
             data = pickle.loads(blob)
             state.now = data["now"]
-            c = config
-            state.runtimes = {k: state.runtime_class.restore(v, c.windower, c.watermark, c.emit, c.aggregates,
-                                                             c.processing_time)
-                              for k, v in data["runtimes"].items()}
+            state.runtimes = {k: state._restore_runtime(v) for k, v in data["runtimes"].items()}
         return state
+
+    def _restore_runtime(self, blob: bytes):
+        """A runtime from its snapshot. A checkpoint written by the general runtime (an earlier
+        version, or a query the vectorised one did not cover then) carries on with it."""
+        c = self.config
+        args = (c.windower, c.watermark, c.emit, c.aggregates, c.processing_time)
+        try:
+            return self.runtime_class.restore(blob, *args)
+        except OtherSnapshotKind:
+            return WindowRuntime.restore(blob, *args)
 
     def _runtime(self, clock_key: tuple):
         runtime = self.runtimes.get(clock_key)
@@ -292,7 +299,7 @@ def records_frame(config: OperatorConfig, rows: list[tuple]) -> pd.DataFrame:
 # --------------------------------------------------------------------------- replay
 
 
-def replay_partition(config: OperatorConfig, integral: tuple[bool, ...], vectorised: bool,
+def replay_partition(config: OperatorConfig, integral: tuple[bool, ...], vectorised: type | None,
                      batch_times: list[tuple[int, int]] | None, arrow_schema):
     """mapInArrow body: replay one partition's recorded rows (sorted by __batch, __order), then end
     the input.

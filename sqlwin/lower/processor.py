@@ -18,7 +18,7 @@ class WindowProcessor(StatefulProcessor):
     """One bucket of keys: restore its runtimes, apply the batch (or the timer), save them."""
 
     def __init__(self, config: OperatorConfig, integral: tuple[bool, ...], clock: str, tick_ms: int,
-                 columns: list[str], vectorised: bool = False):
+                 columns: list[str], vectorised: type | None = None):
         self.config, self.integral, self.clock, self.tick_ms = config, integral, clock, tick_ms
         self.columns = columns
         self.vectorised = vectorised

@@ -52,7 +52,7 @@ def run_replay(sw: "Sqlwin", plan: QueryPlan) -> ReplayResult:
                        rows.groupBy("__batch").agg({"__ptime": "max"}).dropna().collect()]
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    function = replay_partition(config, integral_flags(rows), vectorisable(config, rows.schema), batch_times,
+    function = replay_partition(config, integral_flags(rows), vectorisable(config, rows.schema, many_batches=True), batch_times,
                                 to_arrow_schema(schema, timezone="UTC"))
     positions = config.clock_positions
     clock_keys = [f"__k{i}" for i in (range(config.key_count) if positions is None else positions)]

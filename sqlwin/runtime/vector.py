@@ -49,9 +49,12 @@ def supports(windower, watermark, emit, aggregates: t.Sequence[AggregateSpec], p
     return vector_class(windower, watermark, emit, aggregates, processing_time) is not None
 
 
-def vector_class(windower, watermark, emit, aggregates: t.Sequence[AggregateSpec], processing_time: bool):
-    """The vectorised runtime for this configuration: FixedFinalRuntime, CountFinalRuntime or None."""
-    from sqlwin.ir import CountWindow, Cumulate, Hop, Tumble
+def vector_class(windower, watermark, emit, aggregates: t.Sequence[AggregateSpec], processing_time: bool,
+                 many_batches: bool = False):
+    """The vectorised runtime for this configuration (FixedFinalRuntime, CountFinalRuntime,
+    SessionFinalRuntime) or None. `many_batches`: a replay, which hands over runs of small
+    batches; sessions take those one batch at a time, where the general runtime is faster."""
+    from sqlwin.ir import CountWindow, Cumulate, Hop, Session, Tumble
 
     common = (not processing_time and watermark.strategy in ("max_event_time", "min_event_time")
               and watermark.idle_timeout is None and emit.final and emit.is_final_only
@@ -63,7 +66,13 @@ def vector_class(windower, watermark, emit, aggregates: t.Sequence[AggregateSpec
         return FixedFinalRuntime
     if isinstance(windower, CountWindow):
         return CountFinalRuntime
+    if isinstance(windower, Session) and not many_batches:
+        return SessionFinalRuntime
     return None
+
+
+class OtherSnapshotKind(RuntimeConfigError):
+    """A snapshot of another runtime class (the caller may restore it with that class)."""
 
 
 class Columns:
@@ -369,7 +378,9 @@ class FixedFinalRuntime:
     def restore(cls, snapshot: bytes, windower=None, watermark=None, emit=None, aggregates=None,
                 processing_time=None) -> "FixedFinalRuntime":
         data = pickle.loads(snapshot)
-        if data.get("version") != SNAPSHOT_VERSION or data.get("kind") != cls.__name__:
+        if data.get("kind") != cls.__name__:
+            raise OtherSnapshotKind(f"A {data.get('kind') or 'WindowRuntime'} snapshot, not a {cls.__name__} one")
+        if data.get("version") != SNAPSHOT_VERSION:
             raise RuntimeConfigError(f"Unknown vectorised runtime snapshot {data.get('version')!r}")
         stored = data["config"]
         check_restored_config(stored, (windower, watermark, emit, aggregates, None))
@@ -499,44 +510,51 @@ class FixedFinalRuntime:
         group[order] = np.cumsum(first) - 1
         count = int(first.sum())
         old_group, new_group = group[:old], group[old:]
-        source_rows = rows[span_row]
+        accs = self._accumulate(count, old_group, new_group, cols, rows[span_row])
+        self._wk, self._ws, self._we = sk[first], ss[first], se[first]  # group g is the g-th first
+        self._acc = accs
+        return old_group, new_group
+
+    def _accumulate(self, count: int, old_group: np.ndarray, new_group: np.ndarray, cols: Columns,
+                    source_rows: np.ndarray) -> list[list[np.ndarray]]:
+        """The accumulators of `count` windows: the old windows' states merged into their new window
+        (`old_group`; several old sessions may merge into one), then the new rows' values added in
+        arrival order (`new_group`, `source_rows`)."""
+        old = len(old_group)
         accs = []
         for a, spec in enumerate(self.aggregate_specs):
             state = self._acc[a]
-            if spec.arg is None:  # count(*)
+            if spec.func == "count":
                 acc = np.zeros(count, np.int64)
-                acc[old_group] = state[0]
-                np.add.at(acc, new_group, 1)
+                np.add.at(acc, old_group, state[0])
+                if spec.arg is None:  # count(*)
+                    np.add.at(acc, new_group, 1)
+                else:
+                    np.add.at(acc, new_group[~cols.args[spec.arg][1][source_rows]], 1)
                 accs.append([acc])
                 continue
             values, null = cols.args[spec.arg]
             values, valid = values[source_rows], ~null[source_rows]
-            if spec.func == "count":
-                acc = np.zeros(count, np.int64)
-                acc[old_group] = state[0]
-                np.add.at(acc, new_group[valid], 1)
-                accs.append([acc])
-                continue
             integral = values.dtype == np.int64 and (not old or state[0].dtype == np.int64)
             dtype = np.int64 if integral else np.float64
-            value = np.full(count, self._initial(spec, dtype), dtype)
-            value[old_group] = state[0]
             seen = np.zeros(count, np.int64)
-            seen[old_group] = state[1]
-            value[seen == 0] = self._initial(spec, dtype)  # an integer state widened to float
+            np.add.at(seen, old_group, state[1])
+            value = np.full(count, self._initial(spec, dtype), dtype)
+            old_values = state[0].astype(dtype, copy=False)
+            if old and dtype != state[0].dtype:  # an integer state widened to float: empty ones anew
+                old_values = np.where(state[1] > 0, old_values, self._initial(spec, dtype))
             group_valid, values_valid = new_group[valid], values[valid].astype(dtype, copy=False)
-            if spec.func in ("sum", "avg"):
-                np.add.at(value, group_valid, values_valid)
-            elif spec.func == "min":
-                (np.fmin if dtype == np.float64 else np.minimum).at(value, group_valid, values_valid)
-            else:
-                with np.errstate(invalid="ignore"):  # NaN is the largest: it wins
-                    np.maximum.at(value, group_valid, values_valid)
+            for groups, vals in ((old_group, old_values), (group_valid, values_valid)):
+                if spec.func in ("sum", "avg"):
+                    np.add.at(value, groups, vals)
+                elif spec.func == "min":
+                    (np.fmin if dtype == np.float64 else np.minimum).at(value, groups, vals)
+                else:
+                    with np.errstate(invalid="ignore"):  # NaN is the largest: it wins
+                        np.maximum.at(value, groups, vals)
             np.add.at(seen, group_valid, 1)
             accs.append([value, seen])
-        self._wk, self._ws, self._we = sk[first], ss[first], se[first]  # group g is the g-th first
-        self._acc = accs
-        return old_group, new_group
+        return accs
 
     def _commit(self, key_of_row, times, moves) -> None:
         """The batch is applied: each clock moves to the newest (or oldest) time of its rows."""
@@ -757,3 +775,140 @@ class CountFinalRuntime(FixedFinalRuntime):
         firsts = [None if n else t for t, n in zip(self._first_time[windows].tolist(), self._first_null[windows].tolist())]
         lasts = [None if n else t for t, n in zip(self._last_time[windows].tolist(), self._last_null[windows].tolist())]
         return firsts, lasts, (self._ws[windows] // self.windower.slide).tolist()
+
+
+class SessionFinalRuntime(FixedFinalRuntime):
+    """SESSION with EMIT FINAL over columns.
+
+    Every row of a micro-batch is checked against the same watermark and the same purged sessions
+    (they change only when the batch commits), so the batch's sessions are the connected pieces
+    of the union of the open sessions [start, last + gap) and the on-time rows' [t, t + gap): one
+    sort by (key, start) and a running maximum of `last` per key. A session is kept as its start
+    and end (= last + gap); purged ones stay as tombstones (`_tk`, `_ts`, `_te`, in the order they
+    were purged) while a later row could still reach them, as in the general runtime.
+
+    Float sums and averages of merged sessions add the same values in another order than the
+    general runtime, so they may differ from it in the last bits (integers are exact).
+    """
+
+    _STATE = FixedFinalRuntime._STATE + ("_tk", "_ts", "_te")
+
+    def __init__(self, windower, watermark, emit, aggregates, processing_time: bool = False):
+        super().__init__(windower, watermark, emit, aggregates, processing_time)
+        self._tk = np.empty(0, np.int64)
+        self._ts = np.empty(0, np.int64)
+        self._te = np.empty(0, np.int64)
+
+    def process_columns(self, cols: Columns, batch_time_us: int = 0) -> BatchResult:
+        if self._ended:
+            raise RuntimeError("end_of_input() was already called: this stream has ended")
+        out = BatchResult()
+        if cols.n == 0:
+            return out
+        admitted = self._admit(cols, lambda i: out.rejected)
+        if admitted is None:
+            return out
+        rows, key_of_row, batch_keys = admitted
+        spec, gap = self.watermark_spec, self.windower.gap
+        times = cols.time[rows]
+        raw = np.full(len(rows), self._stream_raw, np.int64) if self._stream else self._raw[key_of_row]
+        known = raw != NONE
+        mark = np.where(known, raw - spec.delay, 0)
+        tomb = np.full(len(rows), -1, np.int64)  # the purged session a row would reach, if any
+        if spec.lateness_rule == "before_watermark":
+            late = known & (times < mark)
+        else:
+            late = known & (times + gap <= mark)  # the session it would open is already closed
+            tomb = self._tombstone_hits(~late, key_of_row, times)
+            late |= tomb >= 0
+        if late.any():
+            self.counts["late"] += int(late.sum())
+            for r in np.flatnonzero(late).tolist():
+                t_ = tomb[r]
+                start, end = (None, None) if t_ < 0 else (int(self._ts[t_]), int(self._te[t_]))
+                out.late.append(LateRow(self._keys[key_of_row[r]], int(times[r]), tuple(cols.row_values(int(rows[r]))),
+                                        int(mark[r] - times[r]), start, end))
+        on_time = np.flatnonzero(~late)
+        self._merge(cols, rows[on_time], key_of_row[on_time], times[on_time])
+        self._commit(key_of_row, times, ~late)
+        self._close_due(out, None if self._stream else batch_keys)
+        return out
+
+    def process_batches(self, cols: Columns, batches: np.ndarray) -> list[tuple[int, BatchResult]]:
+        """Batch by batch (sessions merge as batches commit)."""
+        if cols.n == 0:
+            return []
+        bounds = np.flatnonzero(np.diff(batches)) + 1
+        starts_at, ends_at = np.r_[0, bounds], np.r_[bounds, cols.n]
+        return [(int(batches[a]), self.process_columns(cols.take(a, b))) for a, b in zip(starts_at, ends_at)]
+
+    def _tombstone_hits(self, candidates: np.ndarray, key_of_row: np.ndarray, times: np.ndarray) -> np.ndarray:
+        """For each candidate row, the first purged session of its key that [t, t + gap) overlaps."""
+        hits = np.full(len(times), -1, np.int64)
+        rows = np.flatnonzero(candidates)
+        if not len(self._tk) or not len(rows):
+            return hits
+        pairs = pd.DataFrame({"row": rows, "key": key_of_row[rows]}).merge(
+            pd.DataFrame({"tomb": np.arange(len(self._tk)), "key": self._tk}), on="key")
+        if pairs.empty:
+            return hits
+        pr, pt = pairs["row"].to_numpy(), pairs["tomb"].to_numpy()
+        overlap = (self._ts[pt] < times[pr] + self.windower.gap) & (times[pr] < self._te[pt])
+        pr, pt = pr[overlap], pt[overlap]
+        order = np.lexsort((pt, pr))
+        pr, pt = pr[order], pt[order]
+        first = np.r_[True, pr[1:] != pr[:-1]] if len(pr) else np.empty(0, bool)
+        hits[pr[first]] = pt[first]
+        return hits
+
+    def _merge(self, cols: Columns, rows: np.ndarray, keys: np.ndarray, times: np.ndarray) -> None:
+        """The open sessions and the on-time rows, merged where they overlap (one gap apart: not)."""
+        if not len(rows):
+            return
+        gap = self.windower.gap
+        old = len(self._wk)
+        item_key = np.concatenate([self._wk, keys])
+        item_start = np.concatenate([self._ws, times])
+        item_last = np.concatenate([self._we - gap, times])
+        order = np.lexsort((item_start, item_key))
+        sk, ss, sl = item_key[order], item_start[order], item_last[order]
+        reach = pd.Series(sl).groupby(sk).cummax().to_numpy()  # the furthest last so far, per key
+        new = np.ones(len(order), bool)
+        new[1:] = (sk[1:] != sk[:-1]) | (ss[1:] >= reach[:-1] + gap)
+        firsts = np.flatnonzero(new)
+        group = np.empty(len(order), np.int64)
+        group[order] = np.cumsum(new) - 1
+        accs = self._accumulate(len(firsts), group[:old], group[old:], cols, rows)
+        self._wk, self._ws = sk[firsts], ss[firsts]
+        self._we = np.maximum.reduceat(sl, firsts) + gap
+        self._acc = accs
+
+    def _close_due(self, out: BatchResult, batch_keys: np.ndarray | None) -> None:
+        """Close as fixed windows do; a purged session stays as a tombstone while a row could reach it."""
+        fired = len(out.emissions)
+        super()._close_due(out, batch_keys)
+        if self.watermark_spec.lateness_rule == "window_closed" and len(out.emissions) > fired:
+            closed = out.emissions[fired:]
+            keys = np.array([self._index[e.key] for e in closed], np.int64)
+            self._tk = np.concatenate([self._tk, keys])
+            self._ts = np.concatenate([self._ts, np.array([e.window_start for e in closed], np.int64)])
+            self._te = np.concatenate([self._te, np.array([e.window_end for e in closed], np.int64)])
+        self._forget(batch_keys)
+
+    def _forget(self, batch_keys: np.ndarray | None) -> None:
+        """Drop tombstones no acceptable row can reach: end + gap at or before the key's horizon."""
+        if not len(self._tk):
+            return
+        if self._stream:
+            if self._stream_raw == NONE:
+                return
+            horizon = np.full(len(self._tk), self._stream_raw - self.watermark_spec.delay, np.int64)
+            judged = np.ones(len(self._tk), bool)
+        else:
+            judged = np.zeros(len(self._keys), bool)
+            judged[batch_keys] = True
+            raw = self._raw[self._tk]
+            judged = judged[self._tk] & (raw != NONE)
+            horizon = raw - self.watermark_spec.delay
+        keep = ~(judged & (self._te + self.windower.gap <= horizon))
+        self._tk, self._ts, self._te = self._tk[keep], self._ts[keep], self._te[keep]
