@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import re
 import typing as t
 from dataclasses import dataclass
@@ -10,16 +9,17 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from sqlwin.dialect import parse_one
-from sqlwin.errors import Position, SqlwinError, SqlwinValidationError
-from sqlwin.lower.batch import LoweredQuery, lower_complete
-from sqlwin.lower.replay import is_replay, run_replay
-from sqlwin.plan import QueryPlan, build_plan, require_final_only
+from sqlwin.sql.dialect import parse_one
+from sqlwin.errors import SqlwinError, SqlwinValidationError
+from sqlwin.spark.complete import LoweredQuery, lower_complete
+from sqlwin.spark.replay import explain_replay, is_replay, run_replay
+from sqlwin.spark.runner import SparkRunner, position_of
+from sqlwin.sql.plan import QueryPlan, build_plan, require_final_only
 
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from sqlwin.lower.streaming import StreamingWindowQuery
+    from sqlwin.spark.streaming import StreamingWindowQuery
 
 
 @dataclass
@@ -58,12 +58,13 @@ class Sqlwin:
 
     def __init__(self, spark: "SparkSession"):
         self.spark = spark
+        self.runner = SparkRunner(spark)
 
     # -- public ------------------------------------------------------------------
 
     def plan(self, query: str) -> QueryPlan:
         """Parse and validate; the IR every execution mode reads."""
-        resolver = _SchemaResolver(self, query)
+        resolver = _SchemaResolver(self.runner, query)
         return build_plan(query, resolver)
 
     def sql(self, query: str) -> "DataFrame":
@@ -74,11 +75,10 @@ class Sqlwin:
         temp view. Any other table is complete input, lowered to native Spark SQL.
         """
         plan = self.plan(query)
-        if is_replay(plan):
-            return run_replay(self, plan).result
-        require_final_only(plan, "complete-input")
+        if choose_mode(plan) == REPLAY:
+            return run_replay(self.runner, plan).result
         lowered = lower_complete(plan)
-        return self._spark_sql(lowered.sql, query)
+        return self.runner.sql(lowered.sql, query)
 
     def stream(self, query: str, sources: dict[str, t.Any], sink: str, checkpoint: str,
                late_sink: str | None = None, source_format: str = "parquet",
@@ -91,43 +91,41 @@ class Sqlwin:
         INTO, under `late_sink`), each batch replaced if Spark re-runs it: exactly once across
         restarts from `checkpoint`.
         """
-        from sqlwin.lower.streaming import start_stream
+        from sqlwin.spark.streaming import start_stream
 
-        return start_stream(self, query, sources, sink, checkpoint, late_sink=late_sink,
+        return start_stream(self.runner, self.plan, query, sources, sink, checkpoint, late_sink=late_sink,
                             source_format=source_format, source_options=source_options,
                             trigger=trigger, buckets=buckets)
 
     def explain(self, query: str) -> Explanation:
         plan = self.plan(query)
-        require_final_only(plan, "complete-input")
+        mode = choose_mode(plan)
+        if mode == REPLAY:
+            return Explanation(plan, "replay (the window runtime over the recorded arrival order)",
+                               explain_replay(self.runner, plan))
         return Explanation(plan, "complete input (native Spark SQL)", lower_complete(plan))
 
-    # -- internals -----------------------------------------------------------------
 
-    def _spark_sql(self, sql: str, original: str) -> "DataFrame":
-        from pyspark.errors import AnalysisException, ParseException
+COMPLETE, REPLAY, STREAMING = "complete input", "replay", "streaming"
 
-        try:
-            with _quiet_spark_error_log():
-                return self.spark.sql(sql)
-        except (AnalysisException, ParseException) as err:
-            raise spark_error(err, original) from None
 
-    def _table_schema(self, name: str) -> dict[str, str] | None:
-        from pyspark.errors import AnalysisException
-
-        try:
-            schema = self.spark.table(name).schema
-        except AnalysisException:
-            return None
-        return {f.name: f.dataType.simpleString() for f in schema.fields}
+def choose_mode(plan: QueryPlan, streaming: bool = False) -> str:
+    """The one choice of execution mode, shared by sql, explain and stream: a live stream when
+    started with `stream`; a replay when a window function's table records its arrival
+    (`arrival_order`); else complete input, which must be EMIT FINAL."""
+    if streaming:
+        return STREAMING
+    if is_replay(plan):
+        return REPLAY
+    require_final_only(plan, "complete-input")
+    return COMPLETE
 
 
 class _SchemaResolver:
     """Column types of a window function's input: a catalog table, a temp view, or a CTE of the query."""
 
-    def __init__(self, sw: Sqlwin, query: str, resolving: frozenset[str] = frozenset()):
-        self.sw = sw
+    def __init__(self, runner: SparkRunner, query: str, resolving: frozenset[str] = frozenset()):
+        self.runner = runner
         self.query = query
         self.resolving = resolving
         self._ctes: dict[str, exp.Expr] | None = None
@@ -138,7 +136,7 @@ class _SchemaResolver:
         cte = _cte_name(name)
         if cte in ctes and cte not in self.resolving:
             return self._cte_schema(cte)
-        schema = self.sw._table_schema(name)
+        schema = self.runner.table_schema(name)
         if schema is None and cte not in ctes:
             raise _unknown_table(name, self.query)
         return schema
@@ -154,13 +152,13 @@ class _SchemaResolver:
         ast = parse_one(self.query)
         probe = exp.select("*").from_(exp.Table(this=exp.to_identifier(name, quoted=True)))
         probe.set("with_", ast.args.get("with_"))
-        from sqlwin.dialect import Sqlwin as SqlwinDialect
+        from sqlwin.sql.dialect import SqlwinDialect
 
         probe_sql = probe.sql(dialect=SqlwinDialect)
-        inner = _SchemaResolver(self.sw, probe_sql, self.resolving | {name})
+        inner = _SchemaResolver(self.runner, probe_sql, self.resolving | {name})
         try:
             lowered = lower_complete(build_plan(probe_sql, inner))
-            df = self.sw._spark_sql(lowered.sql, self.query)
+            df = self.runner.sql(lowered.sql, self.query)
         except SqlwinError:
             return None  # reported with its real position when the whole query is planned
         return {f.name: f.dataType.simpleString() for f in df.schema.fields}
@@ -177,68 +175,12 @@ def _cte_name(reference: str) -> str | None:
 
 def _unknown_table(name: str, query: str) -> SqlwinValidationError:
     match = re.search(rf"\b{re.escape(name)}\b", query)
-    position = _position_of(query, match.start(), name) if match else None
+    position = position_of(query, match.start(), name) if match else None
     return SqlwinValidationError(
         f"Unknown table {name}", position,
         "a table or view in the Spark catalog (sw.spark.createOrReplaceTempView / --table NAME=PATH) or a CTE",
         query=query,
     )
-
-
-def _position_of(query: str, index: int, text: str) -> Position:
-    line = query.count("\n", 0, index) + 1
-    column = index - (query.rfind("\n", 0, index) + 1) + 1
-    return Position(line, column, text)
-
-
-_SPARK_NAME = re.compile(r"name `([^`]+)`|`([^`]+)`")
-
-
-def spark_error(err: Exception, query: str) -> SqlwinError:
-    """A Spark analysis error as a sqlwin error pointing into the user's query, not the lowered SQL."""
-    text = str(err)
-    condition = getattr(err, "getCondition", lambda: None)() or ""
-    # Spark's message, never an empty one: a ParseException's text starts with a blank line.
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    first = lines[0] if lines else ""
-    first = re.sub(r"\s*SQLSTATE: \w+", "", first)
-    first = re.sub(r"; line \d+ pos \d+.*", "", first).strip()
-    first = first or condition or type(err).__name__
-    position = None
-    for match in _SPARK_NAME.finditer(first):
-        name = (match.group(1) or match.group(2)).split(".")[-1]
-        if name.startswith("__"):
-            continue
-        found = re.search(rf"\b{re.escape(name)}\b", query)
-        if found:
-            position = _position_of(query, found.start(), name)
-            break
-    hint = None
-    if "UNRESOLVED_COLUMN" in first:
-        hint = "a column of the window function's input, or window_start / window_end / window_time"
-    return SqlwinValidationError(f"Spark cannot run the query: {first}", position, hint, query=query)
-
-
-@contextlib.contextmanager
-def _quiet_spark_error_log():
-    """PySpark logs every analysis error with its JVM stack; sqlwin reports it itself, briefly.
-
-    The logger is PySpark's own (a PySparkLogger, whose calls take keyword context such as
-    errorClass=): created here with plain logging.getLogger, before PySpark creates it, it
-    would be a logging.Logger, and every later Spark error in the session a TypeError.
-    """
-    try:
-        from pyspark.logger import PySparkLogger
-    except ImportError:  # a PySpark without structured logging: nothing of ours to quiet
-        yield
-        return
-    logger = PySparkLogger.getLogger("SQLQueryContextLogger")
-    previous = logger.disabled
-    logger.disabled = True
-    try:
-        yield
-    finally:
-        logger.disabled = previous
 
 
 def attach(spark: "SparkSession") -> Sqlwin:

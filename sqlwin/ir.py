@@ -1,6 +1,6 @@
 """sqlwin's IR of a window: windowers, watermark and emit specs. Plain dataclasses, no sqlglot.
 
-The SQL layer (`sqlwin.plan`) builds them from a query; the runtime (`sqlwin.runtime`) and the
+The SQL layer (`sqlwin.sql.plan`) builds them from a query; the runtime (`sqlwin.runtime`) and the
 Spark workers read them, so a Python worker never loads the parser. All durations are integer
 microseconds, the resolution of Spark's TIMESTAMP.
 """

@@ -42,7 +42,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sqlwin.plan import UNBOUNDED, CountWindow, EmitSpec, Hop, Session, Tumble, WatermarkSpec
+from sqlwin.sql.plan import UNBOUNDED, CountWindow, EmitSpec, Hop, Session, Tumble, WatermarkSpec
 from sqlwin.runtime import AggregateSpec, WindowRuntime
 
 SEED = int(os.environ.get("SQLWIN_DIFF_SEED") or random.SystemRandom().randrange(2**32))
@@ -150,7 +150,7 @@ class Config:
 
     name: str
     function: str  # TUMBLE | HOP | SESSION | COUNT_WINDOW
-    windower: t.Any  # sqlwin.plan windower in microseconds, written here, not parsed
+    windower: t.Any  # sqlwin.sql.plan windower in microseconds, written here, not parsed
     arguments: str  # the SQL arguments after the table (and DESCRIPTOR)
     changes: bool
     delay_ms: int | None = 0  # None: UNBOUNDED
@@ -345,18 +345,18 @@ def spark_outcome(config: Config, emissions: list[tuple[t.Any, t.Any]], late_row
 def uses_vectorised_runtime(sw, config: Config, view: str) -> bool:
     """Whether the stream runs this query on the vectorised runtime (as the lowering decides it;
     replay decides alike, except for SESSION, which it replays on the general runtime)."""
-    from sqlwin.lower.operator import vectorisable
-    from sqlwin.lower.stateful import prepare_stateful
+    from sqlwin.spark.operator import vectorisable
+    from sqlwin.spark.stateful import prepare_stateful
 
     query = prepare_stateful(sw.plan(config.query(view, None)), "streaming", 2)
     return vectorisable(query.config, sw.spark.sql(query.input_sql(arrival=True)).schema) is not None
 
 
 def run_replay_outcome(sw, config: Config, view: str, late_view: str) -> Outcome:
-    from sqlwin.lower.operator import END_BATCH
-    from sqlwin.lower.replay import run_replay
+    from sqlwin.spark.operator import END_BATCH
+    from sqlwin.spark.replay import run_replay
 
-    replay = run_replay(sw, sw.plan(config.query(view, late_view)))
+    replay = run_replay(sw.runner, sw.plan(config.query(view, late_view)))
     rows = replay.batched.collect()
     emissions = [(r, END if r["__batch"] == END_BATCH else r["__batch"]) for r in rows]
     return spark_outcome(config, emissions, sw.spark.table(late_view).collect())

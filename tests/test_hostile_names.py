@@ -17,7 +17,7 @@ import pytest
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
 from sqlwin.cli import main
-from sqlwin.sqltext import quote_identifier as q
+from sqlwin.sql.text import quote_identifier as q
 from sqlwin.testing import feed_stream
 
 INJECTION = "k` AS __q, raise_error('injected') AS __zz, `v"  # the CSV header cell

@@ -40,7 +40,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqlwin.errors import SqlwinError, SqlwinSyntaxError, SqlwinValidationError
-from sqlwin.plan import build_plan
+from sqlwin.sql.plan import build_plan
 from tests.steps.values import infer_type, split_header
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -339,7 +339,7 @@ def test_each_crash_class_is_a_positioned_error(sql, error, message, line, colum
 
 
 def test_durations_up_to_64_bit_microseconds_are_exact():
-    from sqlwin.plan import MAX_MICROS, Tumble
+    from sqlwin.sql.plan import MAX_MICROS, Tumble
 
     days = MAX_MICROS // 86_400_000_000
     assert build_plan(T.format(f"INTERVAL {days} DAYS"), EXPLICIT_SCHEMA.get).windows[0].windower == \

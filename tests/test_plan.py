@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sqlwin.errors import SqlwinSyntaxError, SqlwinValidationError
-from sqlwin.plan import Cumulate, CountWindow, Hop, Session, Slide, Tumble, build_plan
+from sqlwin.sql.plan import Cumulate, CountWindow, Hop, Session, Slide, Tumble, build_plan
 
 SCHEMA = {"t": {"k": "string", "ts": "timestamp", "v": "int", "name": "string", "ms": "bigint", "pos": "bigint"}}
 
@@ -133,7 +133,7 @@ def test_errors_say_what_and_where(sql, error, message, line, column):
 
 def test_count_window_over_a_finished_table_needs_an_order():
     # A stream counts rows as they arrive; a finished table has no order of its own.
-    from sqlwin.lower.batch import lower_complete
+    from sqlwin.spark.complete import lower_complete
 
     with pytest.raises(SqlwinValidationError) as caught:
         lower_complete(plan("SELECT * FROM COUNT_WINDOW(TABLE t, 3)"))
@@ -151,7 +151,7 @@ ORDERED = ("SELECT k, window_start, window_end, collect_list(v) AS by_time, arra
 def test_ordered_collects_become_runtime_specs():
     # array_agg(v ORDER BY ...) and collect_list(v) WITHIN GROUP (ORDER BY ...) are one aggregate
     # shape: the runtime's collect_list with (argument, descending, nulls_first) keys.
-    from sqlwin.lower.stateful import prepare_stateful
+    from sqlwin.spark.stateful import prepare_stateful
     from sqlwin.runtime import AggregateSpec
 
     query = prepare_stateful(plan(ORDERED), "replay", 8)
@@ -168,7 +168,7 @@ def test_ordered_collects_become_runtime_specs():
 def test_ordered_collects_over_a_finished_table_sort_by_their_keys_then_time():
     # Spark's collect_list has no order: the batch lowering sorts (keys, value) structs, with the
     # window's time column (then the arrival column) breaking ties, as the runtime orders rows.
-    from sqlwin.lower.batch import lower_complete
+    from sqlwin.spark.complete import lower_complete
 
     sql = lower_complete(plan(ORDERED.replace("WATERMARK ts DELAY OF INTERVAL 1 MINUTE WITH (arrival_order = pos)",
                                               ""))).sql

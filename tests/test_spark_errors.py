@@ -16,7 +16,7 @@ import textwrap
 import pytest
 from pyspark.errors import AnalysisException, ParseException, PySparkException
 
-from sqlwin.api import spark_error
+from sqlwin.spark.runner import spark_error
 
 WINDOW_QUERY = """
     SELECT k, window_start, count(*) AS n

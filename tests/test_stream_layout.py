@@ -2,7 +2,7 @@
 
 import json
 
-from sqlwin.lower.streaming import _bucket_layout, _partition_aligned_ids
+from sqlwin.spark.streaming import _bucket_layout, _partition_aligned_ids
 
 
 def test_bucket_ids_land_on_partitions_of_their_own(spark):

@@ -4,8 +4,8 @@ import subprocess
 import sys
 
 from sqlwin.ir import EmitSpec, Tumble, WatermarkSpec
-from sqlwin.lower.operator import OperatorConfig, replay_partition
-from sqlwin.lower.processor import WindowProcessor
+from sqlwin.spark.operator import OperatorConfig, replay_partition
+from sqlwin.spark.processor import WindowProcessor
 from sqlwin.runtime import AggregateSpec
 from sqlwin.runtime.vector import FixedFinalRuntime
 
@@ -25,5 +25,5 @@ def test_a_worker_unpickles_the_operator_without_loading_sqlglot(tmp_path):
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sqlglot', 'sqlwin')))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "sqlglot" not in loaded
-    assert "sqlwin.api" not in loaded and "sqlwin.plan" not in loaded and "sqlwin.dialect" not in loaded
+    assert "sqlwin.api" not in loaded and "sqlwin.sql.plan" not in loaded and "sqlwin.sql.dialect" not in loaded
     assert "sqlwin.runtime.vector" in loaded  # the check is not vacuous: the worker code did load

@@ -23,7 +23,7 @@ key, window_start, window_end, values (one per AggregateSpec), op ('+I', '-U', '
 firing ('early', 'on_time', 'late', 'changes', 'final'), seq (strictly increasing over the
 runtime's life, snapshots included) and window_index (COUNT_WINDOW's window number j, from 0, as
 the batch lowering's window_index column; None for other windowers). Windowers, `WatermarkSpec`
-and `EmitSpec` are sqlwin.plan's. Configuration the runtime cannot compute raises
+and `EmitSpec` are sqlwin.sql.plan's. Configuration the runtime cannot compute raises
 `RuntimeConfigError` (a ValueError and a SqlwinValidationError).
 
 Time and watermarks

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlwin.plan import EmitSpec, WatermarkSpec
+from sqlwin.sql.plan import EmitSpec, WatermarkSpec
 from sqlwin.runtime import AggregateSpec, BatchResult, WindowRuntime
 
 US = 1

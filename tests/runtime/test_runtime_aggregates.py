@@ -4,7 +4,7 @@ import pytest
 
 from runtime_helpers import HOUR, S, runtime
 from sqlwin.errors import SqlwinError
-from sqlwin.plan import EmitSpec, Session, Tumble
+from sqlwin.sql.plan import EmitSpec, Session, Tumble
 from sqlwin.runtime import AggregateSpec, RuntimeConfigError
 
 ALL = [AggregateSpec("count"), AggregateSpec("count", 0), AggregateSpec("sum", 0), AggregateSpec("min", 0),

@@ -3,7 +3,7 @@
 import pytest
 
 from runtime_helpers import HOUR, MIN, S, feed, late_view, rows, runtime, view
-from sqlwin.plan import UNBOUNDED, EmitSpec, GlobalWindow, Hop, Session, Tumble
+from sqlwin.sql.plan import UNBOUNDED, EmitSpec, GlobalWindow, Hop, Session, Tumble
 from sqlwin.runtime import AggregateSpec
 
 COUNT = AggregateSpec("count")

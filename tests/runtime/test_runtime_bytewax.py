@@ -5,7 +5,7 @@ import datetime as dt
 import pytest
 
 from runtime_helpers import HOUR, MIN, S, feed, late_view, rows, runtime, view, windows
-from sqlwin.plan import UNBOUNDED, Hop, Session, Tumble
+from sqlwin.sql.plan import UNBOUNDED, Hop, Session, Tumble
 from sqlwin.runtime import AggregateSpec
 
 MIDNIGHT = int(dt.datetime(2023, 12, 14, tzinfo=dt.timezone.utc).timestamp()) * S

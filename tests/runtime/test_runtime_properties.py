@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from runtime_helpers import batches
 
-from sqlwin.plan import UNBOUNDED, Cumulate, EmitSpec, Hop, Session, Slide, Tumble, WatermarkSpec
+from sqlwin.sql.plan import UNBOUNDED, Cumulate, EmitSpec, Hop, Session, Slide, Tumble, WatermarkSpec
 from sqlwin.runtime import AggregateSpec, WindowRuntime
 
 AGGS = [AggregateSpec("count"), AggregateSpec("sum", 0), AggregateSpec("collect_list", 0)]

@@ -3,7 +3,7 @@
 import pytest
 
 from runtime_helpers import HOUR, MS, S, feed, rows, runtime, view
-from sqlwin.plan import CountWindow, EmitSpec, Hop, Slide, Tumble
+from sqlwin.sql.plan import CountWindow, EmitSpec, Hop, Slide, Tumble
 from sqlwin.runtime import AggregateSpec
 
 CHANGES = EmitSpec(final=False, changes=True)

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from runtime_helpers import HOUR, MIN, S, feed, rows, runtime, view
-from sqlwin.plan import (
+from sqlwin.sql.plan import (
     UNBOUNDED, CountWindow, Cumulate, EmitSpec, GlobalWindow, Hop, Session, Slide, Tumble, WatermarkSpec,
 )
 from sqlwin.runtime import AggregateSpec, RuntimeConfigError, WindowRuntime

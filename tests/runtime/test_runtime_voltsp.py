@@ -3,7 +3,7 @@
 import pytest
 
 from runtime_helpers import MIN, S, late_view, rows, runtime, windows
-from sqlwin.plan import Session, Tumble
+from sqlwin.sql.plan import Session, Tumble
 from sqlwin.runtime import RuntimeConfigError
 
 TEN_S = Tumble(10 * S)

@@ -14,7 +14,7 @@ from runtime_helpers import batches
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sqlwin.plan import UNBOUNDED, CountWindow, Cumulate, EmitSpec, Hop, Session, Slide, Tumble, WatermarkSpec
+from sqlwin.sql.plan import UNBOUNDED, CountWindow, Cumulate, EmitSpec, Hop, Session, Slide, Tumble, WatermarkSpec
 from sqlwin.runtime import AggregateSpec, RuntimeConfigError, WindowRuntime
 from sqlwin.runtime.vector import (
     Columns,

@@ -13,8 +13,8 @@ import pytest
 from pytest_bdd import given, parsers, then, when
 
 from sqlwin.errors import SqlwinError
-from sqlwin.lower.operator import END_BATCH
-from sqlwin.lower.replay import run_replay
+from sqlwin.spark.operator import END_BATCH
+from sqlwin.spark.replay import run_replay
 from sqlwin.testing import feed_stream
 from tests.steps.queries import _expected_rows, _table, result_is
 from tests.steps.tables import create_table
@@ -52,7 +52,7 @@ def run_in_mode(sw, spark, streams, outcome, tmp_path, mode: str, docstring: str
 
 def _replay(sw, spark, outcome, query: str) -> None:
     plan = sw.plan(query)
-    replay = run_replay(sw, plan)
+    replay = run_replay(sw.runner, plan)
     frame = replay.batched
     outcome["types"] = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
     rows = [[normalise(v) for v in row] for row in frame.collect()]

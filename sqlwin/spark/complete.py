@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from sqlwin.dialect import Sqlwin, SqlwinGenerator, WindowTVF
+from sqlwin.sql.dialect import SqlwinDialect, SqlwinGenerator, WindowTVF
 from sqlwin.errors import SqlwinError, SqlwinValidationError
-from sqlwin.plan import (
+from sqlwin.sql.plan import (
     WINDOW_COLUMNS,
     CountWindow,
     Cumulate,
@@ -37,7 +37,7 @@ from sqlwin.plan import (
     WindowRelation,
     node_position,
 )
-from sqlwin.sqltext import identifier_name, quote_identifier
+from sqlwin.sql.text import identifier_name, quote_identifier
 
 
 @dataclass
@@ -60,7 +60,7 @@ class _LoweringGenerator(SqlwinGenerator):
     }
 
 
-class _LoweringDialect(Sqlwin):
+class _LoweringDialect(SqlwinDialect):
     Generator = _LoweringGenerator
 
 

@@ -33,18 +33,19 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 from sqlwin.errors import SqlwinUsageError
-from sqlwin.lower.operator import END_OF_INPUT, OperatorConfig, vectorisable
-from sqlwin.lower.replay import integral_flags, record_schema
-from sqlwin.lower.processor import WindowProcessor
-from sqlwin.lower.stateful import StatefulQuery, prepare_stateful
+from sqlwin.spark.operator import END_OF_INPUT, OperatorConfig, vectorisable
+from sqlwin.spark.replay import integral_flags, record_schema
+from sqlwin.spark.processor import WindowProcessor
+from sqlwin.spark.stateful import StatefulQuery, prepare_stateful
 from sqlwin.outputs import claim_sinks
-from sqlwin.sqltext import quote_identifier
+from sqlwin.sql.text import quote_identifier
 
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.streaming import StreamingQuery
 
-    from sqlwin.api import Sqlwin
+    from sqlwin.spark.runner import SparkRunner
+    from sqlwin.sql.plan import QueryPlan
 
 ARRIVAL_SLACK_US = 86_400_000_000  # see start_stream: the arrival clock's watermark
 METADATA = "sqlwin.json"  # in the checkpoint: what a restart must keep (bucket count, query)
@@ -143,12 +144,15 @@ def _watermark_range(stats, stateful: StatefulQuery) -> str | None:
     return f"{show(min(lows))} .. {show(max(highs))}"
 
 
-def start_stream(sw: "Sqlwin", query_text: str, sources: dict[str, t.Any], sink: str, checkpoint: str,
+def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], query_text: str, sources: dict[str, t.Any], sink: str, checkpoint: str,
                  late_sink: str | None = None, source_format: str = "parquet",
                  source_options: dict[str, str] | None = None, trigger: dict | None = None,
                  buckets: int | None = None) -> StreamingWindowQuery:
-    """Start `query_text` over streaming `sources` ({name: streaming DataFrame or directory})."""
-    spark = sw.spark
+    """Start `query_text` over streaming `sources` ({name: streaming DataFrame or directory}).
+
+    `plan_of`: the query's plan, made once the sources are registered as the tables it names.
+    """
+    spark = runner.spark
     # Refused before anything is written: sinks holding another checkpoint's results, overlaps with inputs.
     claim = claim_sinks(Path(checkpoint) / METADATA, checkpoint, {"sink": sink, "late sink": late_sink},
                         {name: s for name, s in sources.items() if isinstance(s, (str, os.PathLike))})
@@ -159,12 +163,12 @@ def start_stream(sw: "Sqlwin", query_text: str, sources: dict[str, t.Any], sink:
             raise SqlwinUsageError(f"Source {name} is not a streaming DataFrame",
                                    hint="spark.readStream...load(), or a directory of files")
         frame.createOrReplaceTempView(quote_identifier(name))  # the table's own name, whatever it holds
-    plan = sw.plan(query_text)
+    plan = plan_of(query_text)
     bucket_ids = _bucket_layout(spark, checkpoint, query_text, buckets)
     buckets = len(bucket_ids)
     claim.commit()  # the checkpoint's identity in sqlwin.json, a marker naming it in each sink
     stateful = prepare_stateful(plan, "streaming", buckets, bucket_ids)
-    rows = sw._spark_sql(stateful.input_sql(arrival=False), query_text)
+    rows = runner.sql(stateful.input_sql(arrival=False), query_text)
     schema = record_schema(stateful, rows)
     config = stateful.config
     clock = "arrival" if stateful.relation.options.get("arrival_time") else (
@@ -194,7 +198,7 @@ def start_stream(sw: "Sqlwin", query_text: str, sources: dict[str, t.Any], sink:
     output = operator_input.groupBy("__bucket").transformWithStateInPandas(
         processor, schema, "Append", time_mode)
     handle = StreamingWindowQuery(None, sink, late_sink, checkpoint, buckets, stateful, clock)
-    writer = output.writeStream.foreachBatch(_sink_writer(sw, stateful, handle)) \
+    writer = output.writeStream.foreachBatch(_sink_writer(stateful, handle)) \
         .option("checkpointLocation", str(Path(checkpoint) / "spark"))
     if trigger:
         writer = writer.trigger(**trigger)
@@ -202,7 +206,7 @@ def start_stream(sw: "Sqlwin", query_text: str, sources: dict[str, t.Any], sink:
     return handle
 
 
-def _sink_writer(sw: "Sqlwin", stateful: StatefulQuery, handle: StreamingWindowQuery):
+def _sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
     """foreachBatch: project one micro-batch of records into the result and late sinks.
 
     Two Spark jobs per batch when it emits (one more with late rows): one pass that caches the

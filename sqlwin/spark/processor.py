@@ -1,6 +1,6 @@
 """The streaming operator's processor, run by Spark's Python workers (transformWithStateInPandas).
 
-A worker module: it imports the runtime and the record layout (sqlwin.lower.operator), never the
+A worker module: it imports the runtime and the record layout (sqlwin.spark.operator), never the
 parser or the API, so unpickling the processor on a worker does not load sqlglot.
 """
 
@@ -11,7 +11,7 @@ import typing as t
 import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor
 
-from sqlwin.lower.operator import END_OF_INPUT, BucketState, OperatorConfig, records, records_frame
+from sqlwin.spark.operator import END_OF_INPUT, BucketState, OperatorConfig, records, records_frame
 
 
 class WindowProcessor(StatefulProcessor):

@@ -45,7 +45,7 @@ END_BATCH = 2**62  # where end-of-input firings sort in a replay
 
 
 def record_columns(config: OperatorConfig) -> list[str]:
-    """The records' column names, in the order of `record_schema` (sqlwin.lower.spark_types)."""
+    """The records' column names, in the order of `record_schema` (sqlwin.spark.spark_types)."""
     return (["__kind"] + [f"__k{i}" for i in range(config.key_count)]
             + ["__wstart", "__wend", "__windex"] + [f"__agg{i}" for i in range(len(config.aggregates))]
             + ["__op", "__firing", "__seq", "__batch", "__etime", "__late_by", "__reason"]

@@ -2,7 +2,7 @@
 
 The dialect only *parses*: it turns the extensions into typed sqlglot nodes and leaves
 every other piece of Spark SQL untouched. Meaning (sizes, validation, defaults) is
-given to those nodes by `sqlwin.plan`, which is the only reader of this module's nodes.
+given to those nodes by `sqlwin.sql.plan`, which is the only reader of this module's nodes.
 
 Grammar added on top of Spark SQL (see docs/sql.md for the full reference)::
 
@@ -552,7 +552,7 @@ class SqlwinGenerator(SparkGenerator):
         return f"array_distinct({sql})" if distinct else sql
 
 
-class Sqlwin(Spark):
+class SqlwinDialect(Spark):
     """Spark SQL plus sqlwin's windowing extensions."""
 
     Parser = SqlwinParser
@@ -572,7 +572,7 @@ def _parse(sql: str) -> tuple[list[exp.Expr], list[Token]]:
     if unclosed is not None and unclosed[0] == "comment":
         # sqlglot reads an unclosed /* as a comment running to the end: the rest of the query would vanish.
         raise _unclosed_error(sql, *unclosed)
-    dialect = Sqlwin()
+    dialect = SqlwinDialect()
     try:
         tokens = dialect.tokenize(sql)
     except TokenError as err:
@@ -618,7 +618,7 @@ def _no_bare_expressions(statements: list[exp.Expr], tokens: list[Token], sql: s
 
 def _short(node: exp.Expr) -> str:
     try:
-        return node.sql(dialect=Sqlwin)[:30]
+        return node.sql(dialect=SqlwinDialect)[:30]
     except Exception:  # noqa: BLE001 - only for a message
         return type(node).__name__
 

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from sqlwin.dialect import Sqlwin
+from sqlwin.sql.dialect import SqlwinDialect
 from sqlwin.errors import SqlwinUnsupportedError, SqlwinValidationError
-from sqlwin.plan import (
+from sqlwin.sql.plan import (
     CountWindow,
     GlobalWindow,
     QueryPlan,
@@ -36,9 +36,9 @@ from sqlwin.plan import (
     WindowRelation,
     node_position,
 )
-from sqlwin.lower.operator import OperatorConfig
+from sqlwin.spark.operator import OperatorConfig
 from sqlwin.runtime import AggregateSpec
-from sqlwin.sqltext import identifier_name, quote_identifier
+from sqlwin.sql.text import identifier_name, quote_identifier
 
 SYSTEM_COLUMNS = ("op", "firing", "emit_seq")  # appended to every stateful result
 RESULT_ORDER = ("__batch", "__seq")  # hidden columns of the result: arrival batch, emission sequence
@@ -277,7 +277,7 @@ _SIMPLE = {exp.Sum: "sum", exp.Min: "min", exp.Max: "max", exp.Avg: "avg", exp.A
 def _aggregate_identity(node: exp.Expr) -> str:
     """An aggregate's text in sqlwin's dialect, which keeps `array_agg(v ORDER BY k)`'s ORDER BY
     (Spark's generator drops it, which would make it the same aggregate as collect_list(v))."""
-    return node.sql(dialect=Sqlwin)
+    return node.sql(dialect=SqlwinDialect)
 
 
 def _is_anonymous_aggregate(node: exp.Expr) -> bool:

@@ -15,15 +15,14 @@ import typing as t
 import uuid
 from dataclasses import dataclass
 
-from sqlwin.lower.operator import record_columns, replay_partition, vectorisable
-from sqlwin.lower.stateful import RESULT_ORDER, StatefulQuery, prepare_stateful
-from sqlwin.plan import QueryPlan
+from sqlwin.spark.operator import record_columns, replay_partition, vectorisable
+from sqlwin.spark.stateful import RESULT_ORDER, StatefulQuery, prepare_stateful
+from sqlwin.sql.plan import QueryPlan
 
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from sqlwin.api import Sqlwin
-
+    from sqlwin.spark.runner import SparkRunner
 
 
 @dataclass
@@ -38,10 +37,9 @@ def is_replay(plan: QueryPlan) -> bool:
     return any("arrival_order" in w.options for w in plan.windows)
 
 
-def run_replay(sw: "Sqlwin", plan: QueryPlan) -> ReplayResult:
-    partitions = max(1, int(sw.spark.conf.get("spark.sql.shuffle.partitions") or 1))
-    query = prepare_stateful(plan, "replay", partitions)
-    rows = sw._spark_sql(query.input_sql(arrival=True), plan.sql)
+def run_replay(runner: "SparkRunner", plan: QueryPlan) -> ReplayResult:
+    query = prepare_stateful(plan, "replay", runner.shuffle_partitions)
+    rows = runner.sql(query.input_sql(arrival=True), plan.sql)
     schema = record_schema(query, rows)
     config = query.config
     batch_times = None
@@ -66,14 +64,36 @@ def run_replay(sw: "Sqlwin", plan: QueryPlan) -> ReplayResult:
     typed = f"({query.typed_emissions_sql(name)})"
     # In emission order: gathered into one partition and sorted there. A global orderBy would
     # first run a sampling job for its range partitioning, which replays the whole input again.
-    batched = sw._spark_sql(query.result_sql(typed), plan.sql).repartition(1).sortWithinPartitions(*RESULT_ORDER)
+    batched = runner.sql(query.result_sql(typed), plan.sql).repartition(1).sortWithinPartitions(*RESULT_ORDER)
     result = batched.drop(*RESULT_ORDER)
     late = None
     if plan.late_into:
-        late = sw._spark_sql(query.late_sql(name), plan.sql).repartition(1).sortWithinPartitions("__batch") \
+        late = runner.sql(query.late_sql(name), plan.sql).repartition(1).sortWithinPartitions("__batch") \
             .drop("__batch")
         late.createOrReplaceTempView(plan.late_into)
     return ReplayResult(result, late, query, batched.drop("__seq"))
+
+
+def explain_replay(runner: "SparkRunner", plan: QueryPlan):
+    """What `run_replay` runs, for explain: the engine path and why, and the Spark SQL around it."""
+    from sqlwin.spark.complete import LoweredQuery
+
+    query = prepare_stateful(plan, "replay", runner.shuffle_partitions)
+    input_sql = query.input_sql(arrival=True)
+    rows = runner.sql(input_sql, plan.sql)  # analysed only: the schema decides the engine path
+    vectorised = vectorisable(query.config, rows.schema, many_batches=True)
+    engine = (f"the vectorised runtime ({vectorised.__name__}): event time, EMIT FINAL, count / sum / min / "
+              "max / avg" if vectorised else
+              "the general window runtime (the vectorised one covers event-time EMIT FINAL with count / sum / "
+              "min / max / avg, and no SESSION in replay)")
+    positions = query.config.clock_positions
+    spread = (f"hash-partitioned by the clock key into {query.bucket_count} partitions"
+              if positions != () and query.bucket_count > 1 else "one partition (one clock for the stream)")
+    strategies = [f"replay: rows {spread}, sorted by arrival batch and order, through {engine} in Arrow "
+                  "chunks (mapInArrow)",
+                  "result: emissions in emission order, typed and projected by Spark SQL"]
+    return LoweredQuery(f"{input_sql}\n  -- then, over the runtime's records: {query.result_sql('<records>')}",
+                        strategies)
 
 
 def integral_flags(rows: "DataFrame") -> tuple[bool, ...]:

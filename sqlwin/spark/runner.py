@@ -1,0 +1,103 @@
+"""The one door to Spark: run generated SQL and report Spark's errors in the user's words.
+
+The API hands a `SparkRunner` down to the lowerings (replay, streaming) instead of itself, so a
+lowering never imports the API facade.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import typing as t
+
+from sqlwin.errors import Position, SqlwinError, SqlwinValidationError
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+class SparkRunner:
+    """One SparkSession: generated SQL runs here, its errors come back as sqlwin errors."""
+
+    def __init__(self, spark: "SparkSession"):
+        self.spark = spark
+
+    def sql(self, sql: str, original: str) -> "DataFrame":
+        """Run generated `sql`; an analysis error points into `original`, the user's query."""
+        from pyspark.errors import AnalysisException, ParseException
+
+        try:
+            with _quiet_spark_error_log():
+                return self.spark.sql(sql)
+        except (AnalysisException, ParseException) as err:
+            raise spark_error(err, original) from None
+
+    def table_schema(self, name: str) -> dict[str, str] | None:
+        """Column name -> Spark type of a catalog table or temp view, or None when there is none."""
+        from pyspark.errors import AnalysisException
+
+        try:
+            schema = self.spark.table(name).schema
+        except AnalysisException:
+            return None
+        return {f.name: f.dataType.simpleString() for f in schema.fields}
+
+    @property
+    def shuffle_partitions(self) -> int:
+        return max(1, int(self.spark.conf.get("spark.sql.shuffle.partitions") or 1))
+
+
+def position_of(query: str, index: int, text: str) -> Position:
+    line = query.count("\n", 0, index) + 1
+    column = index - (query.rfind("\n", 0, index) + 1) + 1
+    return Position(line, column, text)
+
+
+_SPARK_NAME = re.compile(r"name `([^`]+)`|`([^`]+)`")
+
+
+def spark_error(err: Exception, query: str) -> SqlwinError:
+    """A Spark analysis error as a sqlwin error pointing into the user's query, not the lowered SQL."""
+    text = str(err)
+    condition = getattr(err, "getCondition", lambda: None)() or ""
+    # Spark's message, never an empty one: a ParseException's text starts with a blank line.
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    first = lines[0] if lines else ""
+    first = re.sub(r"\s*SQLSTATE: \w+", "", first)
+    first = re.sub(r"; line \d+ pos \d+.*", "", first).strip()
+    first = first or condition or type(err).__name__
+    position = None
+    for match in _SPARK_NAME.finditer(first):
+        name = (match.group(1) or match.group(2)).split(".")[-1]
+        if name.startswith("__"):
+            continue
+        found = re.search(rf"\b{re.escape(name)}\b", query)
+        if found:
+            position = position_of(query, found.start(), name)
+            break
+    hint = None
+    if "UNRESOLVED_COLUMN" in first:
+        hint = "a column of the window function's input, or window_start / window_end / window_time"
+    return SqlwinValidationError(f"Spark cannot run the query: {first}", position, hint, query=query)
+
+
+@contextlib.contextmanager
+def _quiet_spark_error_log():
+    """PySpark logs every analysis error with its JVM stack; sqlwin reports it itself, briefly.
+
+    The logger is PySpark's own (a PySparkLogger, whose calls take keyword context such as
+    errorClass=): created here with plain logging.getLogger, before PySpark creates it, it
+    would be a logging.Logger, and every later Spark error in the session a TypeError.
+    """
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # a PySpark without structured logging: nothing of ours to quiet
+        yield
+        return
+    logger = PySparkLogger.getLogger("SQLQueryContextLogger")
+    previous = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = previous
