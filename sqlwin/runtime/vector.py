@@ -26,6 +26,7 @@ import typing as t
 import numpy as np
 import pandas as pd
 
+from sqlwin.runtime.assign import fixed_spans
 from sqlwin.runtime.engine import _check_emit, _check_watermark, check_restored_config
 from sqlwin.runtime.model import (
     FINAL,
@@ -137,6 +138,13 @@ class FixedFinalRuntime:
 
     _STATE = ("_keys", "_first", "_raw", "_stream_raw", "_wk", "_ws", "_we", "_acc", "_key_seq", "_row_seq",
               "_emit_seq", "_ended", "counts")
+    # The state by what it belongs to (segments.py keeps it in pieces of keys): per key, parallel
+    # to _keys; per window, parallel to _wk (the window's key position; _acc too); per purged
+    # session, parallel to _tk; and what belongs to the whole stream.
+    _KEY_FIELDS: tuple[str, ...] = ("_first", "_raw")
+    _WINDOW_FIELDS: tuple[str, ...] = ("_ws", "_we")
+    _TOMB_FIELDS: tuple[str, ...] = ()
+    _GLOBAL_FIELDS = ("_stream_raw", "_key_seq", "_row_seq", "_emit_seq", "_ended", "counts")
 
     def __init__(self, windower, watermark, emit, aggregates: t.Sequence[AggregateSpec],
                  processing_time: bool = False):
@@ -390,6 +398,77 @@ class FixedFinalRuntime:
         runtime._index = {key: i for i, key in enumerate(runtime._keys)}
         return runtime
 
+    # -- pieces: the state of some keys, and a runtime assembled from pieces ----------------
+
+    def config(self) -> tuple:
+        return (self.windower, self.watermark_spec, self.emit, self.aggregate_specs, False)
+
+    def globals_state(self) -> dict:
+        """What belongs to the whole stream, not to a key: clocks of scope 'stream', sequences, counts."""
+        return {name: getattr(self, name) for name in self._GLOBAL_FIELDS}
+
+    def key_piece(self, positions: np.ndarray, owner: np.ndarray | None = None, label: int = 0) -> dict:
+        """The state of the keys at `positions` (in that order): their clocks, windows and purged
+        sessions, with window and tombstone key positions renumbered into the piece.
+
+        `owner` (optional): the label of every key's piece, to pick this piece's windows with one
+        comparison; else they are found from `positions`.
+        """
+        positions = np.asarray(positions, np.int64)
+        renumber = np.full(len(self._keys), -1, np.int64)
+        renumber[positions] = np.arange(len(positions), dtype=np.int64)
+        mine = (owner[self._wk] == label) if owner is not None else renumber[self._wk] >= 0
+        piece = {"keys": [self._keys[i] for i in positions.tolist()], "_wk": renumber[self._wk[mine]],
+                 "_acc": [[array[mine] for array in state] for state in self._acc]}
+        for name in self._KEY_FIELDS:
+            piece[name] = getattr(self, name)[positions]
+        for name in self._WINDOW_FIELDS:
+            piece[name] = getattr(self, name)[mine]
+        if self._TOMB_FIELDS:
+            tomb = (owner[self._tk] == label) if owner is not None else renumber[self._tk] >= 0
+            piece["_tk"] = renumber[self._tk[tomb]]
+            for name in self._TOMB_FIELDS:
+                piece[name] = getattr(self, name)[tomb]
+        return piece
+
+    @classmethod
+    def piece_summary(cls, piece: dict) -> dict:
+        """What a directory keeps of a piece: sizes, the earliest window end (what a clock of
+        scope 'stream' must reach to close one), the clocks' range."""
+        raw = piece["_raw"][piece["_raw"] != NONE]
+        closes = cls is not CountFinalRuntime and len(piece["_we"])  # count windows close on rows
+        return {"keys": len(piece["keys"]), "windows": len(piece["_wk"]),
+                "min_end": int(piece["_we"].min()) if closes else None,
+                "raw": (int(raw.min()), int(raw.max())) if len(raw) else None}
+
+    @classmethod
+    def from_pieces(cls, config: tuple, globals_state: dict, pieces: t.Sequence[dict]) -> "FixedFinalRuntime":
+        """A runtime over the keys of `pieces` (their keys in piece order), with the stream's globals."""
+        runtime = cls(*config)
+        for name, value in globals_state.items():
+            setattr(runtime, name, value)
+        if not pieces:
+            return runtime
+        offsets = np.cumsum([0] + [len(p["keys"]) for p in pieces])
+        runtime._keys = [key for p in pieces for key in p["keys"]]
+        runtime._index = {key: i for i, key in enumerate(runtime._keys)}
+        for name in cls._KEY_FIELDS:
+            setattr(runtime, name, np.concatenate([p[name] for p in pieces]))
+        windowed = [(p, o) for p, o in zip(pieces, offsets) if len(p["_wk"])]
+        if windowed:
+            runtime._wk = np.concatenate([p["_wk"] + o for p, o in windowed])
+            for name in cls._WINDOW_FIELDS:
+                setattr(runtime, name, np.concatenate([p[name] for p, _ in windowed]))
+            runtime._acc = [[np.concatenate([p["_acc"][a][i] for p, _ in windowed]) for i in range(len(state))]
+                            for a, state in enumerate(windowed[0][0]["_acc"])]
+        if cls._TOMB_FIELDS:
+            tombed = [(p, o) for p, o in zip(pieces, offsets) if len(p["_tk"])]
+            if tombed:
+                runtime._tk = np.concatenate([p["_tk"] + o for p, o in tombed])
+                for name in cls._TOMB_FIELDS:
+                    setattr(runtime, name, np.concatenate([p[name] for p, _ in tombed]))
+        return runtime
+
     # -- keys --------------------------------------------------------------------------
 
     def _admit(self, cols: Columns, rejected_list, null_time_ok: bool = False) -> tuple | None:
@@ -441,30 +520,7 @@ class FixedFinalRuntime:
 
     def _spans(self, times: np.ndarray):
         """(row, start, end) of every window each time falls in: by row, then start, then end."""
-        from sqlwin.ir import Cumulate, Hop, Tumble
-
-        w = self.windower
-        n = len(times)
-        if isinstance(w, Tumble):
-            starts = (times - w.offset) // w.size * w.size + w.offset
-            return np.arange(n, dtype=np.int64), starts, starts + w.size
-        if isinstance(w, Hop):
-            last = (times - w.offset) // w.slide * w.slide + w.offset
-            k = -(-w.size // w.slide)  # at most this many windows hold one time
-            back = np.arange(k - 1, -1, -1, dtype=np.int64) * w.slide  # earliest start first
-            starts = last[:, None] - back[None, :]
-            keep = starts + w.size > times[:, None]
-            rows = np.broadcast_to(np.arange(n, dtype=np.int64)[:, None], starts.shape)
-            return rows[keep], starts[keep], starts[keep] + w.size
-        assert isinstance(w, Cumulate)
-        period = (times - w.offset) // w.max_size * w.max_size + w.offset
-        steps = np.arange(1, w.max_size // w.step + 1, dtype=np.int64)
-        first = (times - period) // w.step + 1
-        keep = steps[None, :] >= first[:, None]
-        ends = period[:, None] + steps[None, :] * w.step
-        rows = np.broadcast_to(np.arange(n, dtype=np.int64)[:, None], ends.shape)
-        starts = np.broadcast_to(period[:, None], ends.shape)
-        return rows[keep], starts[keep], ends[keep]
+        return fixed_spans(self.windower, times)
 
     def _late_rows(self, out, cols, rows, key_of_row, times, mark, span_row, starts, ends, late_span) -> None:
         late = np.flatnonzero(late_span)
@@ -645,6 +701,8 @@ class CountFinalRuntime(FixedFinalRuntime):
     """
 
     _STATE = FixedFinalRuntime._STATE + ("_count", "_first_time", "_first_null", "_last_time", "_last_null")
+    _KEY_FIELDS = FixedFinalRuntime._KEY_FIELDS + ("_count",)
+    _WINDOW_FIELDS = FixedFinalRuntime._WINDOW_FIELDS + ("_first_time", "_first_null", "_last_time", "_last_null")
 
     def __init__(self, windower, watermark, emit, aggregates, processing_time: bool = False):
         super().__init__(windower, watermark, emit, aggregates, processing_time)
@@ -792,6 +850,7 @@ class SessionFinalRuntime(FixedFinalRuntime):
     """
 
     _STATE = FixedFinalRuntime._STATE + ("_tk", "_ts", "_te")
+    _TOMB_FIELDS = ("_ts", "_te")
 
     def __init__(self, windower, watermark, emit, aggregates, processing_time: bool = False):
         super().__init__(windower, watermark, emit, aggregates, processing_time)

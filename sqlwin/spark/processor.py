@@ -11,7 +11,8 @@ import typing as t
 import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor
 
-from sqlwin.spark.operator import END_OF_INPUT, BucketState, OperatorConfig, records, records_frame
+from sqlwin.runtime.segments import INDEX, SEGMENT
+from sqlwin.spark.operator import END_OF_INPUT, BucketState, OperatorConfig, SegmentedBucket, records, records_frame
 
 
 class WindowProcessor(StatefulProcessor):
@@ -24,10 +25,18 @@ class WindowProcessor(StatefulProcessor):
         self.vectorised = vectorised
 
     def init(self, handle) -> None:
-        from pyspark.sql.types import BinaryType, StructField, StructType
+        from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
         self.handle = handle
-        self.state = handle.getValueState("bucket", StructType([StructField("blob", BinaryType(), True)]))
+        blob = StructType([StructField("blob", BinaryType(), True)])
+        # The general runtime: a bucket's whole state in one value. The vectorised one: a
+        # directory, and segments and index parts by id (sqlwin.runtime.segments).
+        self.state = handle.getValueState("bucket", blob)
+        if self.vectorised is not None:
+            ident = StructType([StructField("id", LongType(), False)])
+            self.store = _SparkStore(handle.getValueState("directory", blob),
+                                     {SEGMENT: handle.getMapState("segments", ident, blob),
+                                      INDEX: handle.getMapState("index", ident, blob)})
 
     def handleInputRows(self, key, rows, timerValues) -> t.Iterator[pd.DataFrame]:
         bucket = self._load()
@@ -60,12 +69,19 @@ class WindowProcessor(StatefulProcessor):
 
     # -- helpers ------------------------------------------------------------------------
 
-    def _load(self) -> BucketState:
+    def _load(self) -> BucketState | SegmentedBucket:
         blob = self.state.get()[0] if self.state.exists() else None
-        return BucketState.restore(blob, self.config, self.integral, self.vectorised)
+        if self.vectorised is None:
+            return BucketState.restore(blob, self.config, self.integral, self.vectorised)
+        if blob is not None and self.store.get_directory() is None:
+            bucket = SegmentedBucket(self.config, self.integral, self.vectorised, self.store, legacy=blob)
+            self.state.clear()  # moved into segments
+            return bucket
+        return SegmentedBucket(self.config, self.integral, self.vectorised, self.store)
 
-    def _save(self, bucket: BucketState, timerValues) -> None:
-        self.state.update((bucket.snapshot(),))
+    def _save(self, bucket: BucketState | SegmentedBucket, timerValues) -> None:
+        if isinstance(bucket, BucketState):
+            self.state.update((bucket.snapshot(),))
         if not self.config.timers:
             return
         for timer in list(self.handle.listTimers()):
@@ -90,3 +106,26 @@ class WindowProcessor(StatefulProcessor):
             times = data["__ptime"].dropna()
             return int(times.max()) if len(times) else (now or 0)
         return now or 0
+
+
+class _SparkStore:
+    """sqlwin.runtime.segments.Store over this processor's state: a ValueState and two MapStates."""
+
+    def __init__(self, directory, maps):
+        self.directory, self.maps = directory, maps
+
+    def get_directory(self) -> bytes | None:
+        return self.directory.get()[0] if self.directory.exists() else None
+
+    def put_directory(self, blob: bytes) -> None:
+        self.directory.update((blob,))
+
+    def get(self, kind: str, ident: int) -> bytes | None:
+        value = self.maps[kind].getValue((ident,))
+        return value[0] if value is not None else None
+
+    def put(self, kind: str, ident: int, blob: bytes) -> None:
+        self.maps[kind].updateValue((ident,), (blob,))
+
+    def delete(self, kind: str, ident: int) -> None:
+        self.maps[kind].removeKey((ident,))
