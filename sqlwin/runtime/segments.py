@@ -167,12 +167,14 @@ class SegmentedState:
     def end_of_input(self) -> BatchResult:
         runtime, _ = self._assemble(sorted(self.dir["segments"]))
         out = runtime.end_of_input()
-        # An ended stream is over: a new one starts afresh (as BucketState does for every runtime).
+        # An ended stream is over: a new one starts afresh (as BucketState does for every
+        # runtime), its counts going on from the ended one's (figures over the stream's life).
         for segment in self.dir["segments"]:
             self.store.delete(SEGMENT, segment)
         for part in self.dir["parts"]:
             self.store.delete(INDEX, part)
         self.dir = self._empty_directory()
+        self.dir["globals"]["counts"] = dict(runtime.counts)
         self.store.put_directory(_dumps(self.dir))
         return out
 

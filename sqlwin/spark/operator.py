@@ -48,12 +48,21 @@ END_OF_INPUT = "end_of_input"  # the control row that ends a stream
 END_BATCH = 2**62  # where end-of-input firings sort in a replay
 
 
+# The operator's output records, one layout for every kind: __kind says which (emit, late,
+# rejected, stats); keys __k*, aggregates __agg* and carried row columns __r* take the input's
+# and the aggregates' types (replay.record_schema), the others are fixed here. A stats record
+# carries only __kind and __stats, a JSON object (see `stats_record`).
+RECORD_TYPES = {"__kind": "string", "__wstart": "bigint", "__wend": "bigint", "__windex": "bigint",
+                "__op": "string", "__firing": "string", "__seq": "bigint", "__batch": "bigint",
+                "__etime": "bigint", "__late_by": "bigint", "__reason": "string", "__stats": "string"}
+
+
 def record_columns(config: OperatorConfig) -> list[str]:
-    """The records' column names, in the order of `record_schema` (sqlwin.spark.spark_types)."""
+    """The records' column names, in the order the tuples of `records` / `stats_record` hold them."""
     return (["__kind"] + [f"__k{i}" for i in range(config.key_count)]
             + ["__wstart", "__wend", "__windex"] + [f"__agg{i}" for i in range(len(config.aggregates))]
             + ["__op", "__firing", "__seq", "__batch", "__etime", "__late_by", "__reason"]
-            + [f"__r{i}" for i in range(config.row_count)])
+            + [f"__r{i}" for i in range(config.row_count)] + ["__stats"])
 
 
 def column_values(series: pd.Series, integral: bool = False) -> list:
@@ -145,12 +154,13 @@ class BucketState:
         self.runtime_class = vectorised or WindowRuntime
         self.runtimes: dict[tuple, t.Any] = {}
         self.now: int | None = None  # newest processing time seen
+        self.ended_counts: dict[str, int] = {}  # counts of runtimes ended by end of input
 
     # -- state ---------------------------------------------------------------------------
 
     def snapshot(self) -> bytes:
-        return pickle.dumps({"now": self.now, "runtimes": {k: r.snapshot() for k, r in self.runtimes.items()}},
-                            protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps({"now": self.now, "runtimes": {k: r.snapshot() for k, r in self.runtimes.items()},
+                             "ended_counts": self.ended_counts}, protocol=pickle.HIGHEST_PROTOCOL)
 
     @classmethod
     def restore(cls, blob: bytes | None, config: OperatorConfig, integral: tuple[bool, ...] = (),
@@ -159,6 +169,7 @@ class BucketState:
         if blob:
             data = pickle.loads(blob)
             state.now = data["now"]
+            state.ended_counts = data.get("ended_counts", {})
             state.runtimes = {k: state._restore_runtime(v) for k, v in data["runtimes"].items()}
         return state
 
@@ -241,20 +252,21 @@ class BucketState:
 
     def end_of_input(self) -> list[BatchResult]:
         results = [runtime.end_of_input() for runtime in self.runtimes.values()]
+        self.ended_counts = self.counts()  # the stream's figures outlive its runtimes
         self.runtimes.clear()  # an ended runtime refuses input; a new stream starts afresh
         return results
 
     def stats_record(self, bucket: int) -> tuple:
-        open_windows, late = 0, 0
+        open_windows, keys = 0, 0
         marks = []
         for runtime in self.runtimes.values():
             open_windows += runtime.open_window_count
-            late += runtime.counts["late"]
+            keys += runtime.key_count
             marks += runtime.key_watermarks()
-        return stats_record(self.config, bucket, open_windows, marks, late)
+        return stats_record(self.config, bucket, _figures(keys, open_windows, marks, self.counts()))
 
     def counts(self) -> dict[str, int]:
-        total: dict[str, int] = {}
+        total: dict[str, int] = dict(self.ended_counts)
         for runtime in self.runtimes.values():
             for name, value in runtime.counts.items():
                 total[name] = total.get(name, 0) + value
@@ -295,24 +307,30 @@ class SegmentedBucket:
         return [self.state.end_of_input()]
 
     def stats_record(self, bucket: int) -> tuple:
-        marks = self.state.key_watermarks()
-        return stats_record(self.config, bucket, self.state.open_window_count, marks,
-                            self.state.counts.get("late", 0))
+        s = self.state
+        return stats_record(self.config, bucket, _figures(s.key_count, s.open_window_count, s.key_watermarks(),
+                                                          s.counts))
 
     def counts(self) -> dict[str, int]:
         return self.state.counts
 
 
-def stats_record(config: OperatorConfig, bucket: int, open_windows: int, marks: list[int], late: int) -> tuple:
-    """A 'stats' record for progress reports: open windows, lowest and highest watermark, late rows.
+def stats_record(config: OperatorConfig, bucket: int, figures: dict) -> tuple:
+    """A 'stats' record for progress reports: the bucket's figures as JSON in __stats.
 
-    Carried in the record columns __windex (open windows), __wstart / __wend (watermarks, µs),
-    __late_by (late rows so far) and __etime (the bucket).
+    figures: keys, open_windows, watermark_low / watermark_high (µs, or None), and the runtime
+    counts (rows, late, rejected, unassigned, emissions), all over the stream's whole life.
     """
-    c = config
+    import json
+
+    width = len(record_columns(config))
+    return (STATS, *(None,) * (width - 2), json.dumps({"bucket": bucket, **figures}))
+
+
+def _figures(keys: int, open_windows: int, marks: list[int], counts: dict[str, int]) -> dict:
     low, high = (min(marks), max(marks)) if marks else (None, None)
-    return (STATS, *(None,) * c.key_count, low, high, open_windows, *(None,) * len(c.aggregates),
-            None, None, None, None, bucket, late, None, *(None,) * c.row_count)
+    return {"keys": keys, "open_windows": open_windows, "watermark_low": low, "watermark_high": high,
+            **{name: int(value) for name, value in counts.items()}}
 
 
 def records(config: OperatorConfig, results: t.Iterable[BatchResult], batch: int | None) -> list[tuple]:
@@ -323,18 +341,18 @@ def records(config: OperatorConfig, results: t.Iterable[BatchResult], batch: int
     for result in results:
         for e in result.emissions:
             out.append((EMIT, *e.key, e.window_start, e.window_end, e.window_index, *e.values,
-                        e.op, e.firing, e.seq, batch, None, None, None, *no_row))
+                        e.op, e.firing, e.seq, batch, None, None, None, *no_row, None))
         if not config.output_late:
             continue
         for late in result.late:
             row = tuple(late.values[config.argument_count:])
             out.append((LATE, *late.key, late.window_start, late.window_end, None, *no_aggs,
-                        None, None, None, batch, late.event_time, late.late_by_us, "late", *row))
+                        None, None, None, batch, late.event_time, late.late_by_us, "late", *row, None))
         for rejected in result.rejected:
             key = rejected.key if rejected.key is not None and len(rejected.key) == k else no_key
             row = tuple(rejected.values[config.argument_count:])
             out.append((REJECTED, *key, None, None, None, *no_aggs, None, None, None, batch,
-                        rejected.event_time, None, rejected.reason, *row))
+                        rejected.event_time, None, rejected.reason, *row, None))
     return out
 
 

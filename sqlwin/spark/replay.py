@@ -15,7 +15,7 @@ import typing as t
 import uuid
 from dataclasses import dataclass
 
-from sqlwin.spark.operator import record_columns, replay_partition, vectorisable
+from sqlwin.spark.operator import RECORD_TYPES, record_columns, replay_partition, vectorisable
 from sqlwin.spark.stateful import RESULT_ORDER, StatefulQuery, prepare_stateful
 from sqlwin.sql.plan import QueryPlan
 
@@ -110,9 +110,8 @@ def record_schema(query: StatefulQuery, rows: "DataFrame"):
 
     types = {f.name: f.dataType for f in rows.schema.fields}
     config = query.config
-    fixed = {"__kind": StringType(), "__wstart": LongType(), "__wend": LongType(), "__windex": LongType(),
-             "__op": StringType(), "__firing": StringType(), "__seq": LongType(), "__batch": LongType(),
-             "__etime": LongType(), "__late_by": LongType(), "__reason": StringType()}
+    spark_type = {"string": StringType(), "bigint": LongType()}
+    fixed = {name: spark_type[kind] for name, kind in RECORD_TYPES.items()}
     aggregates = {f"__agg{i}": aggregate_type(spec, types) for i, spec in enumerate(config.aggregates)}
     fields = []
     for name in record_columns(config):

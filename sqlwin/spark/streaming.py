@@ -66,7 +66,7 @@ class StreamingWindowQuery:
     stateful: StatefulQuery
     clock: str = "none"  # 'none' | 'arrival' (recorded arrival_time) | 'processing' (wall clock)
     batches: list[dict] = field(default_factory=list)  # per micro-batch: rows out, late rows
-    bucket_stats: dict = field(default_factory=dict)  # bucket -> (open windows, low wm, high wm, late)
+    bucket_stats: dict = field(default_factory=dict)  # bucket -> its figures (operator.stats_record)
     result_schema: t.Any = None  # StructType of the sink's rows, known after the first batch
     late_schema: t.Any = None
 
@@ -122,16 +122,23 @@ class StreamingWindowQuery:
             "state_rows": state.get("numRowsTotal"),
             "state_bytes": state.get("memoryUsedBytes"),
             "results": sum(b["results"] for b in self.batches),
-            "open_windows": sum(s[0] for s in self.bucket_stats.values()),
+            "keys": self._total("keys"),
+            "open_windows": self._total("open_windows"),
             "key_watermarks": _watermark_range(self.bucket_stats.values(), self.stateful),
-            "late_rows": sum(s[3] for s in self.bucket_stats.values()),
+            "late_rows": self._total("late"),
+            "rejected_rows": self._total("rejected"),  # NULL key or NULL time: routed with LATE ROWS INTO
+            "rows": self._total("rows"),
         }
+
+    def _total(self, figure: str) -> int:
+        """A figure summed over the buckets: the stream's whole life, restarts included."""
+        return sum(s.get(figure) or 0 for s in self.bucket_stats.values())
 
 
 def _watermark_range(stats, stateful: StatefulQuery) -> str | None:
     """The lowest and highest watermark over the keys, in the time column's own unit."""
-    lows = [s[1] for s in stats if s[1] is not None]
-    highs = [s[2] for s in stats if s[2] is not None]
+    lows = [s["watermark_low"] for s in stats if s.get("watermark_low") is not None]
+    highs = [s["watermark_high"] for s in stats if s.get("watermark_high") is not None]
     if not lows:
         return None
     import datetime as dt
@@ -198,6 +205,7 @@ def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], q
     output = operator_input.groupBy("__bucket").transformWithStateInPandas(
         processor, schema, "Append", time_mode)
     handle = StreamingWindowQuery(None, sink, late_sink, checkpoint, buckets, stateful, clock)
+    handle.bucket_stats = _load_progress(checkpoint)
     writer = output.writeStream.foreachBatch(_sink_writer(stateful, handle)) \
         .option("checkpointLocation", str(Path(checkpoint) / "spark"))
     if trigger:
@@ -221,6 +229,7 @@ def _sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
         name = f"__sqlwin_batch_{uuid.uuid4().hex[:12]}"
         try:
             kinds = _summarise(records_df, handle)
+            _save_progress(handle.checkpoint, handle.bucket_stats)
             records_df.createOrReplaceTempView(name)
             typed = f"({stateful.typed_emissions_sql(name)})"
             result = spark.sql(stateful.result_sql(typed)).drop("__batch")
@@ -243,13 +252,33 @@ def _sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
 def _summarise(records_df: "DataFrame", handle: StreamingWindowQuery) -> dict[str, int]:
     """One pass over the batch's records: keep each bucket's stats record, count the other kinds."""
     kinds = ("emit", "late", "rejected")
-    stats = F.struct("__etime", "__windex", "__wstart", "__wend", "__late_by")
     summary = records_df.agg(
-        F.collect_list(F.when(F.col("__kind") == "stats", stats)).alias("stats"),
+        F.collect_list(F.when(F.col("__kind") == "stats", F.col("__stats"))).alias("stats"),
         *(F.count_if(F.col("__kind") == kind).alias(kind) for kind in kinds)).first()
-    for bucket, open_windows, low, high, late in summary["stats"]:
-        handle.bucket_stats[bucket] = (open_windows or 0, low, high, late or 0)
+    for text in summary["stats"]:
+        figures = json.loads(text)
+        handle.bucket_stats[figures.pop("bucket")] = figures
     return {kind: summary[kind] for kind in kinds}
+
+
+PROGRESS = "sqlwin-progress.json"  # in the checkpoint: each bucket's latest figures
+
+
+def _load_progress(checkpoint: str) -> dict:
+    """The buckets' figures as the last batch left them: a restart reports the whole stream at
+    once, not only the buckets its first batches touch. Progress only: never read for results."""
+    try:
+        stored = json.loads((Path(checkpoint) / PROGRESS).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {int(bucket): figures for bucket, figures in stored.items()}
+
+
+def _save_progress(checkpoint: str, stats: dict) -> None:
+    path = Path(checkpoint) / PROGRESS
+    tmp = path.with_name(f".{PROGRESS}.tmp")
+    tmp.write_text(json.dumps({str(bucket): figures for bucket, figures in stats.items()}))
+    os.replace(tmp, path)
 
 
 def _write_batch(frame: "DataFrame", sink: str, batch_id: int, records: int, order: str | None = None) -> int:
