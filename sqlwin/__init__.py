@@ -33,6 +33,13 @@ def __getattr__(name: str):
     return value
 
 
+def load_ipython_extension(ipython) -> None:
+    """`%load_ext sqlwin` in IPython / Jupyter: the `%%sqlwin` magic (sqlwin/jupyter.py, loaded only here)."""
+    from sqlwin.jupyter import load_ipython_extension as load
+
+    load(ipython)
+
+
 __all__ = [
     "Explanation",
     "Sqlwin",

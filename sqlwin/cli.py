@@ -4,6 +4,10 @@
     sqlwin explain QUERY.sql --table NAME=PATH [--table ...]
     sqlwin stream QUERY.sql --source NAME=DIR [--format parquet|csv|json] --checkpoint DIR --sink DIR
                   [--late-sink DIR] [--once] [--max-files-per-trigger N]
+    sqlwin sql [-e "STATEMENTS" | -f FILE.sql] [-S]     (a spark-sql style shell; see sqlwin/shell.py)
+
+Each also takes --master URL or --remote sc://HOST:PORT (Spark Connect), and --conf KEY=VALUE
+(repeatable): where Spark runs and how it is configured.
 
 A query file may name its own inputs in comments, relative to the file, so a shipped
 example runs with no flags: `-- sqlwin:table clicks=data/clicks.csv`. --table wins.
@@ -25,7 +29,7 @@ from pathlib import Path
 
 from sqlwin.errors import SqlwinError, SqlwinRuntimeError, SqlwinUsageError
 from sqlwin.outputs import check_out
-from sqlwin.sqltext import quote_identifier
+from sqlwin.sql.text import quote_identifier
 
 FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 
@@ -55,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--overwrite", action="store_true",
                      help="replace --out if it exists (a directory only if it holds a previous result)")
     run.add_argument("--limit", type=int, default=1000, help="rows to print when there is no --out (default 1000)")
+    _add_session_arguments(run)
     run.set_defaults(handler=_run)
 
     stream = commands.add_parser("stream", help="run a query as a Structured Streaming query over directories")
@@ -71,11 +76,27 @@ def _parser() -> argparse.ArgumentParser:
     stream.add_argument("--end-input", action="store_true",
                         help="with --once: the input has ended, close every window before stopping")
     stream.add_argument("--max-files-per-trigger", type=int, help="files per micro-batch")
+    _add_session_arguments(stream)
     stream.set_defaults(handler=_stream)
 
     explain = commands.add_parser("explain", help="show the plan sqlwin chose for a query, and why")
     _add_query_arguments(explain)
+    _add_session_arguments(explain)
     explain.set_defaults(handler=_explain)
+
+    sql = commands.add_parser(
+        "sql", help="a spark-sql style shell in sqlwin's dialect: -e, -f, or an interactive prompt",
+        description="Run SQL statements (separated by ;) as spark-sql does, in sqlwin's dialect: window "
+                    "table functions, WATERMARK and EMIT, and plain Spark SQL (SET, CREATE TEMP VIEW ...). "
+                    "Rows print tab-separated; 'Time taken' goes to standard error. Without -e or -f: "
+                    "an interactive prompt in a terminal (history in $SQLWIN_HISTORY or ~/.sqlwin_history), "
+                    "else the statements on standard input.")
+    source = sql.add_mutually_exclusive_group()
+    source.add_argument("-e", dest="execute", metavar="STATEMENTS", help="run these statements, then exit")
+    source.add_argument("-f", dest="file", metavar="FILE", help="run the statements in FILE (- for standard input)")
+    sql.add_argument("-S", "--silent", action="store_true", help="no 'Time taken' lines")
+    _add_session_arguments(sql)
+    sql.set_defaults(handler=_sql)
     return parser
 
 
@@ -85,12 +106,39 @@ def _add_query_arguments(parser: argparse.ArgumentParser) -> None:
                         help="make the file or directory PATH available to the query as table NAME")
 
 
+def _add_session_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--master", metavar="URL",
+                        help="where Spark runs: local[N], spark://HOST:7077, ... (default: sqlwin.session()'s)")
+    parser.add_argument("--remote", metavar="sc://HOST:PORT", help="a Spark Connect server instead of a local Spark")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark configuration property, as spark-submit's --conf (repeatable)")
+
+
+def session_options(args: argparse.Namespace) -> dict[str, t.Any]:
+    """sqlwin.session()'s keyword arguments from --master, --remote and --conf (checked before Spark starts)."""
+    conf: dict[str, str] = {}
+    for spec in args.conf:
+        key, sep, value = spec.partition("=")
+        if not sep or not key.strip():
+            raise SqlwinUsageError(f"--conf {spec} is not KEY=VALUE", hint="--conf spark.sql.shuffle.partitions=8")
+        conf[key.strip()] = value
+    if args.master and args.remote:
+        raise SqlwinUsageError("--master and --remote cannot both be given",
+                               hint="--master URL for a Spark driver here, or --remote sc://HOST:PORT for Spark Connect")
+    options: dict[str, t.Any] = {"conf": conf}
+    if args.master:
+        options["master"] = args.master
+    if args.remote:
+        options["remote"] = args.remote
+    return options
+
+
 def _run(args: argparse.Namespace) -> int:
     query = _read_query(args.query)
     tables = _parse_tables(_declared_tables(query, args.query) + args.table)
     if args.out:  # before Spark starts: refused outputs cost nothing
         check_out(Path(args.out), args.overwrite, tables)
-    sw = _attach()
+    sw = _attach(args)
     _register_tables(sw.spark, tables)
     result = sw.sql(query)
     try:
@@ -113,7 +161,7 @@ def _stream(args: argparse.Namespace) -> int:
     query = _read_query(args.query)
     sources = _parse_tables(args.source)
     options = {"maxFilesPerTrigger": str(args.max_files_per_trigger)} if args.max_files_per_trigger else {}
-    sw = _attach()
+    sw = _attach(args)
     handle = sw.stream(query, sources={name: str(path) for name, path in sources.items()}, sink=args.sink,
                        checkpoint=args.checkpoint, late_sink=args.late_sink, source_format=args.format,
                        source_options=options)
@@ -154,16 +202,24 @@ def _progress_line(status: dict) -> str:
 def _explain(args: argparse.Namespace) -> int:
     query = _read_query(args.query)
     tables = _parse_tables(_declared_tables(query, args.query) + args.table)
-    sw = _attach()
+    sw = _attach(args)
     _register_tables(sw.spark, tables)
     print(sw.explain(query))
     return 0
 
 
-def _attach():
+def _sql(args: argparse.Namespace) -> int:
+    from sqlwin.shell import run
+
+    options = session_options(args)  # a bad --conf is refused before the script is read or Spark starts
+    return run(lambda: _attach(args, options, app_name="sqlwin-sql"), args.execute, args.file, args.silent)
+
+
+def _attach(args: argparse.Namespace, options: dict[str, t.Any] | None = None, app_name: str = "sqlwin"):
     import sqlwin
 
-    return sqlwin.attach(sqlwin.session())
+    options = session_options(args) if options is None else options
+    return sqlwin.attach(sqlwin.session(app_name=app_name, **options))
 
 
 # --------------------------------------------------------------------------- input

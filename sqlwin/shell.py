@@ -1,0 +1,396 @@
+"""`sqlwin sql`: a shell for spark-sql users, in sqlwin's dialect.
+
+    sqlwin sql -e "SELECT ...; SELECT ..."       statements given on the command line
+    sqlwin sql -f script.sql                     statements in a file
+    sqlwin sql                                   an interactive prompt (a terminal) or a script on stdin
+
+Statements end at `;` (outside quotes, backquotes and comments) and run one after the other
+through `sqlwin.attach(spark).sql(...)`: window table functions, WATERMARK and EMIT where a query
+has them, and plain Spark SQL (SET, CREATE TEMP VIEW ... USING parquet, SHOW TABLES, ...) passed
+to Spark as it is. Results print as spark-sql prints them: one line per row, values separated by
+tabs, NULL as NULL, nested values as JSON (header line with `spark.sql.cli.print.header=true`),
+then `Time taken: ... seconds, Fetched N row(s)` on standard error.
+
+A script stops at its first failing statement (exit 2 for a wrong statement, 1 when Spark fails
+while running one); the interactive prompt prints the error and goes on. An error's line and
+column are those of the script or of the lines typed at the prompt, not of the statement alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+import typing as t
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlwin.errors import Position, SqlwinError
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from sqlwin.api import Sqlwin
+
+PROMPT = "sqlwin> "
+CONTINUATION = "     > "
+HISTORY_LENGTH = 1000
+EXIT_COMMANDS = {"exit", "quit"}
+
+
+# --------------------------------------------------------------------------- statements
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement of a script: its text (no leading whitespace or comments, no `;`) and where
+    its first character is in the script (1-based line and column)."""
+
+    text: str
+    line: int
+    column: int
+
+
+@dataclass
+class _Scan:
+    statements: list[Statement]
+    complete: bool  # the text's last statement ended at `;`, and no quote or comment is open
+    open: bool      # the text ends inside a quote or a /* */ comment
+
+
+def split_statements(script: str) -> list[Statement]:
+    """The statements of `script`, split at each `;` that is not inside a quoted string, a
+    backquoted name or a comment (`-- ...`, `/* ... */`, nested as Spark nests them). The text
+    after the last `;` is a statement too, as spark-sql runs it."""
+    return _scan(script).statements
+
+
+def statement_complete(text: str) -> bool:
+    """Whether the lines typed so far end a statement: a `;` outside quotes and comments, and
+    nothing but whitespace or comments after it."""
+    return _scan(text).complete
+
+
+def _scan(script: str) -> _Scan:
+    statements: list[Statement] = []
+    start: int | None = None  # index of the current statement's first significant character
+    quote: str | None = None  # ', " or ` while inside one
+    depth = 0  # nesting of /* */ comments
+    raw = False  # the open quote is a raw string (r'...')
+    i, n = 0, len(script)
+    ended_at_semicolon = False
+
+    def close(end: int) -> None:
+        nonlocal start
+        if start is not None:
+            text = script[start:end].rstrip()
+            line = script.count("\n", 0, start) + 1
+            column = start - (script.rfind("\n", 0, start) + 1) + 1
+            statements.append(Statement(text, line, column))
+        start = None
+
+    while i < n:
+        ch = script[i]
+        if quote:
+            if ch == "\\" and quote != "`" and not raw:
+                i += 2  # an escaped character, the quote included
+                continue
+            if ch == quote:
+                if quote == "`" and script.startswith("``", i):
+                    i += 2  # a doubled backquote inside a quoted name
+                    continue
+                quote = None
+            i += 1
+            continue
+        if depth:
+            if script.startswith("*/", i):
+                depth -= 1
+                i += 2
+            elif script.startswith("/*", i):
+                depth += 1
+                i += 2
+            else:
+                i += 1
+            continue
+        if script.startswith("--", i):
+            newline = script.find("\n", i)
+            i = n if newline < 0 else newline + 1
+            continue
+        if script.startswith("/*", i):
+            depth = 1
+            i += 2
+            continue
+        if ch == ";":
+            close(i)
+            ended_at_semicolon = True
+            i += 1
+            continue
+        if ch.isspace():
+            i += 1
+            continue
+        if start is None:
+            start = i
+        ended_at_semicolon = False
+        if ch in "'\"`":
+            quote = ch
+            # r'...' is a raw string: a backslash escapes nothing.
+            raw = i > 0 and script[i - 1] in "rR" and (i < 2 or not (script[i - 2].isalnum() or script[i - 2] == "_"))
+        i += 1
+    is_open = quote is not None or depth > 0
+    close(n)
+    return _Scan(statements, ended_at_semicolon and not is_open, is_open)
+
+
+def one_line(text: str) -> str:
+    """A statement typed over several lines as one history entry: line comments dropped, lines
+    joined with a space, so recalling it gives a runnable line."""
+    if "\n" not in text:
+        return text
+    out: list[str] = []
+    quote: str | None = None
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if quote:
+            out.append(ch)
+            if ch == "\\" and quote != "`" and i + 1 < n:
+                out.append(text[i + 1])
+                i += 2
+                continue
+            if ch == quote:
+                quote = None
+            i += 1
+            continue
+        if text.startswith("--", i):
+            newline = text.find("\n", i)
+            i = n if newline < 0 else newline
+            continue
+        if ch == "\n":
+            out.append(" ")
+        else:
+            out.append(ch)
+            if ch in "'\"`":
+                quote = ch
+        i += 1
+    return "".join(out).strip()
+
+
+# --------------------------------------------------------------------------- results as text
+
+
+def string_rows(frame: "DataFrame", limit: int | None = None) -> tuple[list[str], list[list[str | None]], bool]:
+    """(column names, rows of text, whether there were more than `limit`) of a DataFrame.
+
+    Spark turns each value into text, as spark-sql shows it: numbers, booleans, dates and
+    timestamps (in the session time zone) as Spark casts them to STRING; arrays, maps and structs
+    as JSON; NULL as None. Columns are addressed by position, so duplicate names are fine.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    columns = list(frame.columns)
+    if not columns:
+        return [], [], False
+    fields = frame.schema.fields
+    positional = frame.toDF(*[f"c{i}" for i in range(len(columns))])
+    texts = []
+    for i, field in enumerate(fields):
+        column = F.col(f"c{i}")
+        nested = isinstance(field.dataType, (ArrayType, MapType, StructType))
+        texts.append((F.to_json(column) if nested else column.cast("string")).alias(f"c{i}"))
+    projected = positional.select(*texts)
+    if limit is not None:
+        projected = projected.limit(limit + 1)
+    rows = [list(row) for row in projected.collect()]
+    more = limit is not None and len(rows) > limit
+    return columns, rows[:limit] if more else rows, more
+
+
+# --------------------------------------------------------------------------- running
+
+
+class Shell:
+    """Runs statements against one sqlwin-attached SparkSession, printing as spark-sql does."""
+
+    def __init__(self, sw: "Sqlwin", silent: bool = False, out: t.TextIO | None = None,
+                 err: t.TextIO | None = None):
+        self.sw = sw
+        self.silent = silent
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+
+    def execute(self, statement: str) -> int:
+        """Run one statement and print its rows; the number of rows."""
+        started = time.monotonic()
+        frame = self.sw.sql(statement)  # Spark SQL without sqlwin's windows runs as written
+        count = 0
+        try:
+            columns, rows, _ = string_rows(frame)
+        except SqlwinError:
+            raise
+        except Exception as err:  # noqa: BLE001 - Spark failed while running a valid statement
+            from sqlwin.cli import runtime_error
+
+            raise runtime_error(err) from None
+        if columns and self._print_header():
+            print("\t".join(columns), file=self.out)
+        for row in rows:
+            print("\t".join("NULL" if v is None else v for v in row), file=self.out)
+            count += 1
+        self.out.flush()
+        if not self.silent:
+            taken = f"Time taken: {time.monotonic() - started:.3f} seconds"
+            print(taken + (f", Fetched {count} row(s)" if count else ""), file=self.err)
+            self.err.flush()
+        return count
+
+    def _print_header(self) -> bool:
+        try:
+            value = self.sw.spark.conf.get("spark.sql.cli.print.header", "false")
+        except Exception:  # noqa: BLE001 - a conf the session cannot read is not set
+            return False
+        return str(value).strip().lower() == "true"
+
+    def run_script(self, script: str) -> None:
+        """Run every statement of `script`, stopping at the first error (raised, placed in `script`)."""
+        for statement in split_statements(script):
+            self.run_statement(statement, script)
+
+    def run_statement(self, statement: Statement, script: str) -> int:
+        try:
+            return self.execute(statement.text)
+        except SqlwinError as err:
+            raise place(err, statement, script) from None
+
+    # -- the prompt --------------------------------------------------------------
+
+    def interactive(self, history: Path) -> int:
+        """Read statements at a prompt until `exit;`, `quit;` or end of input (Ctrl-D)."""
+        readline = _readline(history)
+        lines: list[str] = []
+        try:
+            while True:
+                try:
+                    line = input(CONTINUATION if lines else PROMPT)
+                except EOFError:
+                    print(file=self.out)
+                    return 0
+                except KeyboardInterrupt:  # Ctrl-C drops what was typed
+                    print(file=self.out)
+                    lines = []
+                    continue
+                if not lines and line.strip().rstrip(";").strip().lower() in EXIT_COMMANDS:
+                    return 0
+                lines.append(line)
+                text = "\n".join(lines)
+                scan = _scan(text)
+                if not scan.statements and not scan.open:
+                    lines = []  # only blank lines or comments so far
+                    continue
+                if not scan.complete:
+                    continue
+                lines = []
+                if readline:
+                    readline.add_history(one_line(text.strip()))
+                    _save_history(readline, history)
+                if self._run_typed(text) == "exit":
+                    return 0
+        finally:
+            if readline:
+                _save_history(readline, history)
+
+    def _run_typed(self, text: str) -> str | None:
+        """Run the statements of what was typed; an error is printed, the rest skipped."""
+        from sqlwin.cli import runtime_error
+
+        for statement in split_statements(text):
+            if statement.text.strip().lower() in EXIT_COMMANDS:
+                return "exit"
+            try:
+                self.run_statement(statement, text)
+            except SqlwinError as err:
+                print(f"sqlwin: {err}", file=self.err)
+                return None
+            except KeyboardInterrupt:
+                print("sqlwin: interrupted", file=self.err)
+                return None
+            except Exception as err:  # noqa: BLE001 - the prompt survives any failure
+                print(f"sqlwin: {runtime_error(err)}", file=self.err)
+                return None
+            finally:
+                self.err.flush()
+        return None
+
+
+def place(err: SqlwinError, statement: Statement, script: str) -> SqlwinError:
+    """The error with its position moved from the statement into the script it came from (a
+    statement without a position: the statement's start), and the script's line shown."""
+    position = err.position
+    if position is None:
+        first = statement.text.split(None, 1)[0] if statement.text.split() else ""
+        moved = Position(statement.line, statement.column, first)
+    else:
+        column = position.column + (statement.column - 1 if position.line == 1 else 0)
+        moved = Position(statement.line + position.line - 1, column, position.text)
+    err.position = moved
+    err.query = script
+    err.args = (err._render(),)
+    return err
+
+
+def history_path() -> Path:
+    """$SQLWIN_HISTORY, or ~/.sqlwin_history."""
+    configured = os.environ.get("SQLWIN_HISTORY")
+    return Path(configured).expanduser() if configured else Path.home() / ".sqlwin_history"
+
+
+def _readline(history: Path):
+    """GNU readline (or libedit) with the history file loaded, or None where there is none."""
+    try:
+        import readline
+    except ImportError:
+        return None
+    if hasattr(readline, "set_auto_history"):
+        readline.set_auto_history(False)  # one entry per statement, not per line typed
+    readline.set_history_length(HISTORY_LENGTH)
+    try:
+        readline.read_history_file(str(history))
+    except (FileNotFoundError, OSError):
+        pass
+    return readline
+
+
+def _save_history(readline, history: Path) -> None:
+    try:
+        readline.write_history_file(str(history))
+    except OSError:
+        pass  # an unwritable history file must not stop the shell
+
+
+def run(sw_factory: t.Callable[[], "Sqlwin"], execute: str | None, file: str | None, silent: bool) -> int:
+    """`sqlwin sql`: -e, -f, a script on standard input, or the interactive prompt in a terminal.
+
+    Errors of a script are raised (the command's main() prints them and chooses the exit status);
+    the script is read before Spark starts, so an unreadable file costs nothing.
+    """
+    from sqlwin.errors import SqlwinUsageError
+
+    # sqlglot says when it hands a statement it does not model (SET, SHOW ...) to Spark as it is.
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
+    script: str | None = None
+    if execute is not None:
+        script = execute
+    elif file is not None:
+        try:
+            script = Path(file).read_text() if file != "-" else sys.stdin.read()
+        except OSError as err:
+            raise SqlwinUsageError(f"Cannot read the SQL file {file}: {err.strerror}",
+                                   hint="a path to a file of statements separated by ;") from None
+    elif not sys.stdin.isatty():
+        script = sys.stdin.read()
+    shell = Shell(sw_factory(), silent=silent)
+    if script is not None:
+        shell.run_script(script)
+        return 0
+    return shell.interactive(history_path())
