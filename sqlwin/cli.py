@@ -191,12 +191,13 @@ def _stream(args: argparse.Namespace) -> int:
 
 
 def _progress_line(status: dict) -> str:
-    state = status["state_rows"]
+    """One line per micro-batch. Keys, open windows, late and rejected rows are the stream's
+    whole life (kept in its checkpoint); results are this run's."""
     return (f"batch {status['batch']}: {status['input_rows']} rows in, {status['rows_per_second']:.0f} rows/s, "
-            f"watermark {status['key_watermarks'] or status['watermark'] or '-'}, "
-            f"{status['open_windows']} open windows, state {state if state is not None else '-'} buckets "
-            f"({(status['state_bytes'] or 0) / 1e6:.1f} MB), {status['results']} results, "
-            f"{status['late_rows']} late rows")
+            f"watermark {status['key_watermarks'] or status['watermark'] or '-'}; "
+            f"stream so far: {status['keys']} keys, {status['open_windows']} open windows, "
+            f"{status['late_rows']} late rows, {status['rejected_rows']} rows with a NULL key or time; "
+            f"state {(status['state_bytes'] or 0) / 1e6:.1f} MB; this run: {status['results']} results")
 
 
 def _explain(args: argparse.Namespace) -> int:
