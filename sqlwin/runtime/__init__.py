@@ -26,6 +26,15 @@ the batch lowering's window_index column; None for other windowers). Windowers, 
 and `EmitSpec` are sqlwin.sql.plan's. Configuration the runtime cannot compute raises
 `RuntimeConfigError` (a ValueError and a SqlwinValidationError).
 
+Code
+----
+engine.py: `WindowRuntime`, the loop over batches, rows, keys and timers; windows.py: a logic
+class per window kind (which windows a row joins, lateness, closing, session merges) with its
+per-key state; triggers.py: when windows fire; accumulation.py: what a firing holds;
+aggregates.py; clock.py: event-time clocks; snapshots.py: the snapshot format (and the earlier
+one); model.py: inputs and outputs. vector.py runs the common shapes over columns in NumPy,
+segments.py keeps its state in pieces of keys.
+
 Time and watermarks
 -------------------
 * Clocks. Scope 'key': every key has its own clock (Bytewax, Quix, VoltSP with a key); a row

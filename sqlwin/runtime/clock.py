@@ -7,23 +7,18 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlwin.ir import WatermarkSpec
+from sqlwin.runtime.model import RuntimeConfigError
 
 
+@dataclass(slots=True, eq=False)
 class Clock:
-    __slots__ = ("raw", "ref_time", "ref_system")
-
-    def __init__(self) -> None:
-        self.raw: int | None = None
-        # Bytewax: the timestamp that last pushed the watermark, and the system time it did.
-        self.ref_time: int | None = None
-        self.ref_system: int | None = None
-
-    def __getstate__(self):
-        return (self.raw, self.ref_time, self.ref_system)
-
-    def __setstate__(self, state):
-        self.raw, self.ref_time, self.ref_system = state
+    raw: int | None = None
+    # Bytewax: the timestamp that last pushed the watermark, and the system time it did.
+    ref_time: int | None = None
+    ref_system: int | None = None
 
     def effective(self, spec: WatermarkSpec) -> int | None:
         return None if self.raw is None else self.raw - spec.delay
@@ -56,3 +51,79 @@ class Clock:
     def _raise_to(self, value: int) -> None:
         if self.raw is None or value > self.raw:
             self.raw = value
+
+    def snapshot(self) -> dict:
+        return {"raw": self.raw, "ref_time": self.ref_time, "ref_system": self.ref_system}
+
+    @classmethod
+    def restore(cls, state: dict) -> "Clock":
+        return cls(**{name: state[name] for name in ("raw", "ref_time", "ref_system") if name in state})
+
+
+class Clocks:
+    """The clocks of a runtime as its watermark scope wants them: one per key (in the order the
+    keys first committed a row), or one for the whole stream. A key's clock *owner* is the key
+    itself, or () for the stream."""
+
+    def __init__(self, spec: WatermarkSpec):
+        self.spec = spec
+        self.per_key = spec.scope != "stream"
+        self.by_key: dict[tuple, Clock] = {}  # scope 'key'
+        self.stream = Clock()  # scope 'stream'
+
+    def owner(self, key: tuple) -> tuple:
+        return key if self.per_key else ()
+
+    def effective(self, key: tuple) -> int | None:
+        """The effective watermark of `key`'s clock; None before it saw a row."""
+        clock = self.by_key.get(key) if self.per_key else self.stream
+        return None if clock is None else clock.effective(self.spec)
+
+    def of(self, owner: tuple) -> Clock:
+        """The clock of an owner, made when it first needs one."""
+        if not self.per_key:
+            return self.stream
+        clock = self.by_key.get(owner)
+        if clock is None:
+            clock = self.by_key[owner] = Clock()
+        return clock
+
+    def commit(self, owner: tuple, low: int, high: int, now: int) -> None:
+        self.of(owner).commit(self.spec, low, high, now)
+
+    def age(self, now: int) -> None:
+        """Bytewax: every clock advances with system time."""
+        for clock in ([self.stream] if not self.per_key else list(self.by_key.values())):
+            clock.age(now)
+
+    def snapshot(self) -> dict:
+        return {"keys": [(key, clock.snapshot()) for key, clock in self.by_key.items()],
+                "stream": self.stream.snapshot()}
+
+    def restore(self, state: dict) -> None:
+        self.by_key = {key: Clock.restore(clock) for key, clock in state["keys"]}
+        self.stream = Clock.restore(state["stream"])
+
+
+def check_watermark(spec: WatermarkSpec, processing_time: bool) -> None:
+    """A WatermarkSpec the runtime can honour, else RuntimeConfigError."""
+    if not isinstance(spec, WatermarkSpec):
+        raise RuntimeConfigError(f"watermark must be a WatermarkSpec, got {spec!r}")
+    choices = {
+        "strategy": ("max_event_time", "min_event_time", "bytewax"),
+        "scope": ("key", "stream"),
+        "idle_clock": ("processing_time", "event_time"),
+        "lateness_rule": ("window_closed", "before_watermark"),
+    }
+    for name, allowed in choices.items():
+        if getattr(spec, name) not in allowed:
+            raise RuntimeConfigError(f"Watermark {name} cannot be {getattr(spec, name)!r}", hint=" | ".join(allowed))
+    if not isinstance(spec.delay, int) or spec.delay < 0:
+        raise RuntimeConfigError(f"Watermark delay must be >= 0 microseconds, got {spec.delay!r}")
+    if spec.idle_timeout is not None and spec.idle_timeout <= 0:
+        raise RuntimeConfigError(f"idle_timeout must be positive, got {spec.idle_timeout!r}")
+    if (spec.idle_timeout is not None and spec.idle_clock == "event_time" and spec.scope == "stream"
+            and not processing_time):
+        raise RuntimeConfigError(
+            "An event-time idle timeout needs keys: a whole stream is never silent by its own event time",
+            hint="idle_clock = 'processing_time', or watermark_scope = 'key'")
