@@ -10,11 +10,11 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from sqlwin.sql.dialect import parse_one
-from sqlwin.errors import SqlwinError, SqlwinValidationError
-from sqlwin.spark.complete import LoweredQuery, lower_complete
+from sqlwin.errors import SqlwinError, SqlwinSyntaxError, SqlwinValidationError
+from sqlwin.spark.complete import LoweredQuery, complete_mode, lower_complete, plain_plan, run_as_written
 from sqlwin.spark.replay import explain_replay, is_replay, run_replay
 from sqlwin.spark.runner import SparkRunner, position_of
-from sqlwin.sql.plan import QueryPlan, build_plan, require_final_only
+from sqlwin.sql.plan import QueryPlan, build_plan, describe_plan, require_final_only
 
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -31,25 +31,17 @@ class Explanation:
     lowered: LoweredQuery
 
     def __str__(self) -> str:
-        lines = [f"mode: {self.mode}"]
-        for window in self.plan.windows:
-            lines.append(f"window: {window.function} over {window.source} at {window.position}")
-            lines.append(f"  windower: {window.windower}")
-            lines.append(f"  time: {window.time}")
-            lines.append(f"  partition by: {', '.join(window.partition_by) or '(none: one stream)'}")
-            if window.order_by:
-                lines.append(f"  order by: {', '.join(window.order_by)}")
-            lines.append(f"  watermark: {window.watermark}")
-        lines.append(f"emit: {self.plan.emit}")
-        if self.plan.late_into:
-            lines.append(f"late rows into: {self.plan.late_into}")
-        if self.plan.aggregation:
-            keys = ", ".join(self.plan.aggregation.group_keys) or "(none)"
-            lines.append(f"windowed aggregation: GROUP BY {keys}, window_start, window_end")
+        lines = [f"mode: {self.mode}", *describe_plan(self.plan, complete=self.mode.startswith(COMPLETE))]
         lines.append("lowering:")
-        lines += [f"  {s}" for s in self.lowered.strategies] or ["  (no window function: plain Spark SQL)"]
+        lines += [f"  {s}" for s in self.lowered.strategies] or ["  (no window function of sqlwin: Spark SQL, "
+                                                                 "run by Spark as written)"]
         lines.append("spark sql:")
         lines.append(f"  {self.lowered.sql}")
+        if self.plan.windows:  # the IR itself, for tools and bug reports
+            lines.append("ir (durations in microseconds):")
+            for w in self.plan.windows:
+                lines += [f"  windower: {w.windower}", f"  watermark: {w.watermark}"]
+            lines.append(f"  emit: {self.plan.emit}")
         return "\n".join(lines)
 
 
@@ -65,7 +57,7 @@ class Sqlwin:
     def plan(self, query: str) -> QueryPlan:
         """Parse and validate; the IR every execution mode reads."""
         resolver = _SchemaResolver(self.runner, query)
-        return build_plan(query, resolver)
+        return build_plan(query, resolver, self.spark.conf.get("spark.sql.session.timeZone") or "UTC")
 
     def sql(self, query: str) -> "DataFrame":
         """Run a windowed query over finished tables: a DataFrame.
@@ -74,11 +66,17 @@ class Sqlwin:
         runtime, as the live stream would have run; LATE ROWS INTO registers the late rows as a
         temp view. Any other table is complete input, lowered to native Spark SQL.
         """
-        plan = self.plan(query)
+        try:
+            plan = self.plan(query)
+        except SqlwinSyntaxError as err:
+            return run_as_written(self.runner, query, err)  # Spark SQL sqlglot cannot read, or the error
         if choose_mode(plan) == REPLAY:
             return run_replay(self.runner, plan).result
         lowered = lower_complete(plan)
-        return self.runner.sql(lowered.sql, query)
+        result = self.runner.sql(lowered.sql, query)
+        if lowered.late_sql:  # every row of a finished table is on time: an empty late-rows table
+            self.runner.sql(lowered.late_sql, query).createOrReplaceTempView(plan.late_into)
+        return result
 
     def stream(self, query: str, sources: dict[str, t.Any], sink: str, checkpoint: str,
                late_sink: str | None = None, source_format: str = "parquet",
@@ -98,12 +96,16 @@ class Sqlwin:
                             trigger=trigger, buckets=buckets)
 
     def explain(self, query: str) -> Explanation:
-        plan = self.plan(query)
+        try:
+            plan = self.plan(query)
+        except SqlwinSyntaxError as err:
+            run_as_written(self.runner, query, err)  # raises unless Spark reads it
+            plan = plain_plan(query)
         mode = choose_mode(plan)
         if mode == REPLAY:
             return Explanation(plan, "replay (the window runtime over the recorded arrival order)",
                                explain_replay(self.runner, plan))
-        return Explanation(plan, "complete input (native Spark SQL)", lower_complete(plan))
+        return Explanation(plan, complete_mode(plan), lower_complete(plan))
 
 
 COMPLETE, REPLAY, STREAMING = "complete input", "replay", "streaming"

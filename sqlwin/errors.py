@@ -94,3 +94,46 @@ class SqlwinRuntimeError(SqlwinError):
     """Spark failed while running a query that passed validation."""
 
     exit_code = 1
+
+
+# --------------------------------------------------------------------------- internal names
+
+import re as _re
+
+_SUGGESTIONS = _re.compile(r"\s*Did you mean one of the following\? \[([^\]]*)\]\.?")
+_QUOTED = _re.compile(r"`((?:[^`]|``)*)`")
+_WINDOW_NAMES = {"__win_window_start": "window_start", "__win_window_end": "window_end",
+                 "__win_window_time": "window_time", "__win_window_index": "window_index"}
+
+
+def user_name(name: str) -> str | None:
+    """The user's name for a column sqlwin's rewrite named (`__k_user_5f_id` -> user_id), None for one
+    that is sqlwin's alone (`__a0`, `__win`); any other name as it is."""
+    if name in _WINDOW_NAMES:
+        return _WINDOW_NAMES[name]
+    if name.startswith("__k_"):
+        return _re.sub(r"_([0-9a-f]+)_", lambda m: chr(int(m.group(1), 16)), name[4:])
+    if name.startswith("__"):
+        return None
+    return name
+
+
+def hide_internal_names(message: str) -> str:
+    """A Spark message with sqlwin's internal column names taken out of its suggestions (or put back
+    into the user's words), so it names only what the user wrote."""
+
+    def suggestions(match: "_re.Match[str]") -> str:
+        kept: list[str] = []
+        for quoted in _QUOTED.finditer(match.group(1)):
+            parts = quoted.group(1).replace("``", "`").split("`.`")
+            name = user_name(parts[-1])
+            if name is None:
+                continue
+            qualifiers = [] if any(p.startswith("__") for p in parts[:-1]) else parts[:-1]
+            text = ".".join("`" + p.replace("`", "``") + "`" for p in [*qualifiers, name])
+            if text not in kept:
+                kept.append(text)
+        return f" Did you mean one of the following? [{', '.join(kept)}]." if kept else ""
+
+    message = _SUGGESTIONS.sub(suggestions, message)
+    return _re.sub(r"`(__(?:k_|win_window_)[^`]*)`", lambda m: f"`{user_name(m.group(1))}`", message)

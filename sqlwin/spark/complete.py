@@ -35,6 +35,7 @@ from sqlwin.sql.plan import (
     Tumble,
     WindowAggregation,
     WindowRelation,
+    interval_text,
     node_position,
 )
 from sqlwin.sql.text import identifier_name, quote_identifier
@@ -44,6 +45,36 @@ from sqlwin.sql.text import identifier_name, quote_identifier
 class LoweredQuery:
     sql: str  # the Spark SQL that runs
     strategies: list[str]  # one line per window function: how it was lowered and why
+    late_sql: str | None = None  # LATE ROWS INTO over complete input: the (empty) late-rows table
+
+
+def complete_mode(plan: QueryPlan) -> str:
+    """The complete-input mode in words, for explain."""
+    if plan.plain_spark:
+        return "Spark SQL as written (no window function of sqlwin: Spark parses and runs the text itself)"
+    return ("complete input: finished tables (no table records its arrival order), every row on time, every "
+            "window closed at end of input; native Spark SQL, no Python")
+
+
+def plain_plan(query: str) -> QueryPlan:
+    """The plan of a query sqlglot cannot read but Spark can: nothing of sqlwin's, run as written."""
+    from sqlwin.sql.plan import EmitSpec
+
+    return QueryPlan(query, exp.Select(), [], EmitSpec(), None, None)
+
+
+def run_as_written(runner, query: str, err: SqlwinError):
+    """A query sqlwin's parser refused: Spark's own SQL if it has none of sqlwin's words and Spark reads
+    it (`GROUP BY window(ts, '1 hour')`), run exactly as written; else sqlwin's error (`err`), which says
+    where and what would be accepted."""
+    if not getattr(err, "plain_spark", False):
+        raise err
+    try:
+        return runner.sql(query, query)
+    except SqlwinError as spark_err:
+        if getattr(spark_err, "spark_parse", False):
+            raise err from None  # Spark cannot read it either: sqlwin's message is the more precise
+        raise
 
 
 class RawRelation(exp.Expression):
@@ -73,6 +104,9 @@ def lower_complete(plan: QueryPlan) -> LoweredQuery:
 
 
 def _lower_complete(plan: QueryPlan) -> LoweredQuery:
+    if plan.plain_spark:
+        # Nothing of sqlwin's: Spark runs the user's own text (sqlglot's rewriting of it is not always Spark's).
+        return LoweredQuery(plan.sql, [])
     ast = plan.ast.copy()
     nodes = {id(n): n for n in ast.find_all(WindowTVF)}
     originals = {id(w.node): w for w in plan.windows}
@@ -94,7 +128,22 @@ def _lower_complete(plan: QueryPlan) -> LoweredQuery:
         ast, why = fast(ast, plan.aggregation, _strip_modifiers)
         strategies.append(f"{plan.aggregation.relation.function} at {plan.aggregation.relation.position}: {why}")
     _strip_modifiers(ast)
-    return LoweredQuery(ast.sql(dialect=_LoweringDialect, comments=False), strategies)
+    return LoweredQuery(ast.sql(dialect=_LoweringDialect, comments=False), strategies, _late_rows_sql(plan, ast))
+
+
+def _late_rows_sql(plan: QueryPlan, lowered: exp.Expr) -> str | None:
+    """LATE ROWS INTO over a finished table: no row is late, so the table is empty, with the columns a
+    replay or a stream gives it (the row's own columns, late_by, window_start, window_end, reason)."""
+    if not plan.late_into or not plan.windows:
+        return None
+    relation = (plan.aggregation.relation if plan.aggregation else plan.windows[0])
+    epoch = relation.time is not None and relation.time.kind == "epoch_ms"
+    late_by, bound = ("BIGINT", "BIGINT") if epoch else ("INTERVAL DAY TO SECOND", "TIMESTAMP")
+    with_ = lowered.args.get("with_") if isinstance(lowered, exp.Query) else None
+    prefix = f"{with_.sql(dialect=_LoweringDialect, comments=False)} " if with_ is not None else ""
+    return (f"{prefix}SELECT {_star_except(relation)}, CAST(NULL AS {late_by}) AS late_by, "
+            f"CAST(NULL AS {bound}) AS window_start, CAST(NULL AS {bound}) AS window_end, "
+            f"CAST(NULL AS STRING) AS reason FROM {relation.source} WHERE false")
 
 
 def _group_count_windows_by_index(plan: QueryPlan, ast: exp.Expr) -> None:
@@ -349,7 +398,8 @@ def _rows_in_count_windows(relation: WindowRelation, w: CountWindow, src: str) -
 
     Row rn is in windows j with j*slide <= rn < j*slide + size; tumbling windows need no explode.
     """
-    numbered = f"SELECT *, row_number() OVER ({_partition_clause(relation)}ORDER BY {_count_order(relation)}) - 1 AS __rn FROM {src}"
+    numbered = (f"SELECT *, row_number() OVER ({_partition_clause(relation)}ORDER BY {_count_order(relation)}) - 1 "
+                f"AS __rn FROM {src}{_with_time(relation)}")
     if w.slide == w.size:
         return f"SELECT *, div(__rn, {w.size}) AS __j FROM ({numbered})"
     first_j = f"CAST(greatest(0, ceil((__rn - {w.size} + 1) / {w.slide})) AS BIGINT)"
@@ -383,7 +433,17 @@ def _annotate_global(relation: WindowRelation, src: str) -> tuple[str, str]:
     # The global window has no bounds: NULL start / end / time, typed like the time column.
     kind = "BIGINT" if relation.time is not None and relation.time.kind == "epoch_ms" else "TIMESTAMP"
     bounds = ", ".join(f"CAST(NULL AS {kind}) AS {c}" for c in ("window_start", "window_end", "window_time"))
-    return f"SELECT {_star_except(relation)}, {bounds} FROM {src}", "one window for all rows, closed at end of input"
+    return (f"SELECT {_star_except(relation)}, {bounds} FROM {src}{_with_time(relation)}",
+            "one window for all rows, closed at end of input")
+
+
+def _with_time(relation: WindowRelation) -> str:
+    """` WHERE <time> IS NOT NULL` when the window function names a time column (DESCRIPTOR(ts)): rows with
+    a NULL time join no window, in every kind of window (docs/semantics.md)."""
+    time = relation.time
+    if time is None or time.kind == "processing_time":
+        return ""
+    return f" WHERE {_Time(time).present}"
 
 
 # --------------------------------------------------------------------------- grouped fast paths
@@ -395,16 +455,20 @@ Rewrite = t.Callable[[exp.Expr, WindowAggregation, t.Callable], tuple[exp.Expr, 
 def _grouped_fast_path(plan: QueryPlan) -> Rewrite | None:
     """A native grouped operator for GROUP BY <partition keys>, window_start, window_end, if one fits."""
     agg = plan.aggregation
-    if agg is None:
-        return None
+    if agg is None or agg.grouping_analytics is not None:
+        return None  # GROUPING SETS / ROLLUP / CUBE: Spark groups the annotated rows itself
     relation = agg.relation
-    if not _aggregates_extractable(agg.select):
+    if not _aggregates_extractable(agg.select) or not _only_grouped_columns(agg):
         return None
     if isinstance(relation.windower, (Tumble, Hop)) and _uses_spark_window(relation):
         return _rewrite_fixed  # fixed windows do not depend on keys: any GROUP BY keys work
     if set(agg.group_keys) != set(relation.partition_by):
         return None  # grouping finer or coarser than the window's keys: the general path is exact
     if isinstance(relation.windower, Session):
+        # Spark merges sessions by merging partial aggregates, which a DISTINCT aggregate does not survive
+        # (count(DISTINCT v) over merged sessions counts some values twice): the general path is exact.
+        if any(agg_node.find(exp.Distinct) for agg_node in agg.select.find_all(exp.AggFunc)):
+            return None
         return _rewrite_session
     if isinstance(relation.windower, CountWindow):
         return _rewrite_count
@@ -425,10 +489,40 @@ def _aggregates_extractable(select: exp.Select) -> bool:
             continue
         if any(isinstance(n, (exp.Anonymous, exp.Window)) for n in part.walk()):
             return False
-        for aggregate in part.find_all(exp.AggFunc):
+        for aggregate in part.find_all(exp.AggFunc, exp.Filter):
             if any(c.name.lower() in WINDOW_COLUMNS for c in aggregate.find_all(exp.Column)):
                 return False
     return True
+
+
+def _only_grouped_columns(agg: WindowAggregation) -> bool:
+    """True when every column outside an aggregate is a window column, a GROUP BY key or (in ORDER BY)
+    an output name. Otherwise the query is wrong, and the general path lets Spark say so in the user's
+    names (the split into an inner and an outer query would name its own columns instead)."""
+    select = agg.select
+    keys = set(agg.group_keys)
+    key_names = {(identifier_name(k) or "").lower() for k in keys} - {""}
+    outputs = {e.alias_or_name.lower() for e in select.expressions}
+
+    def grouped(node: exp.Expr, names: set[str]) -> bool:
+        if isinstance(node, (exp.AggFunc, exp.Filter, exp.Subquery, exp.Select)) or _is_mean(node):
+            return True
+        if not isinstance(node, exp.Literal) and node.sql(dialect="spark") in keys:
+            return True
+        if isinstance(node, exp.Column):
+            name = node.name.lower()
+            return name in WINDOW_COLUMNS or name in key_names or name in names or isinstance(node.this, exp.Star)
+        return all(grouped(child, names) for child in node.iter_expressions())
+
+    having = select.args.get("having")
+    order = select.args.get("order")
+    return (all(grouped(e, set()) for e in select.expressions)
+            and (having is None or grouped(having.this, outputs))
+            and (order is None or grouped(order, outputs)))
+
+
+def _is_mean(node: exp.Expr) -> bool:
+    return isinstance(node, exp.Anonymous) and str(node.this).lower() == "mean"
 
 
 def _rewrite_grouped(ast: exp.Select, agg: WindowAggregation, window_key: str, window_cols: dict[str, str],
@@ -444,7 +538,7 @@ def _rewrite_grouped(ast: exp.Select, agg: WindowAggregation, window_key: str, w
     counter = iter(range(10_000))
 
     def extract(node: exp.Expr) -> exp.Expr:
-        if isinstance(node, exp.AggFunc):
+        if isinstance(node, (exp.AggFunc, exp.Filter)):  # an aggregate with its FILTER (WHERE ...)
             name = f"__a{next(counter)}"
             inner_items.append(f"{node.sql(dialect=_LoweringDialect)} AS {name}")
             return exp.column(name)
@@ -469,7 +563,9 @@ def _rewrite_grouped(ast: exp.Select, agg: WindowAggregation, window_key: str, w
     if outer.args.get("order"):
         outer.set("order", outer.args["order"].transform(extract))
     group = ", ".join([*agg.group_keys, window_key])
-    inner = f"SELECT {', '.join(inner_items)} FROM {source_sql} GROUP BY {group}"
+    # The input answers to the name the user qualifies columns with (`... AS t GROUP BY t.k`).
+    inner = (f"SELECT {', '.join(inner_items)} FROM {source_sql} AS {quote_identifier(_alias(agg.relation))} "
+             f"GROUP BY {group}")
     if having:
         inner += f" HAVING {having}"
     window_projection = ", ".join(f"{expr} AS __win_{name}" for name, expr in window_cols.items())
@@ -499,8 +595,8 @@ def _uses_spark_window(relation: WindowRelation) -> bool:
 
 def _spark_window_call(relation: WindowRelation) -> str:
     w = relation.windower
-    return (f"window({quote_identifier(relation.time.name)}, '{w.size} microseconds', '{w.slide} microseconds', "
-            f"'{w.offset} microseconds')")
+    return (f"window({quote_identifier(relation.time.name)}, '{interval_text(w.size)}', '{interval_text(w.slide)}', "
+            f"'{interval_text(w.offset)}')")
 
 
 def _rewrite_fixed(ast: exp.Expr, agg: WindowAggregation, strip: t.Callable) -> tuple[exp.Expr, str]:
@@ -520,15 +616,18 @@ def _rewrite_session(ast: exp.Expr, agg: WindowAggregation, strip: t.Callable) -
     # apart (BW-07). At microsecond resolution a gap one microsecond shorter draws exactly
     # that line, and the session end is then moved back out by that microsecond.
     key = f"session_window({ts}, '{relation.windower.gap - 1} microseconds')"
-    end_us = "unix_micros(__win.end) + 1"
-    start_us = "unix_micros(__win.start)"
+    # The bounds are the session's first row time and last row time + gap, computed as aggregates:
+    # a condition on them (HAVING window_end - window_start > ...) then stays above the merge of
+    # sessions. On the session_window struct, a grouping key, Spark would push it below the merge,
+    # where it sees each row's own one-gap session (and drops every row).
+    gap = time.duration(relation.windower.gap)
+    bounds = (f"min({time.value}) AS __first", f"max({time.value}) AS __last")
     if time.epoch_ms:
-        cols = {"window_start": f"div({start_us}, 1000)", "window_end": f"div({end_us}, 1000)",
-                "window_time": f"div({end_us}, 1000) - 1"}
+        cols = {"window_start": "__first", "window_end": f"__last + {gap}", "window_time": f"__last + {gap} - 1"}
     else:
-        cols = {"window_start": "__win.start", "window_end": f"timestamp_micros({end_us})",
-                "window_time": "__win.end"}
-    rewritten = _rewrite_grouped(ast, agg, key, cols, relation.source)
+        cols = {"window_start": "timestamp_micros(__first)", "window_end": f"timestamp_micros(__last + {gap})",
+                "window_time": f"timestamp_micros(__last + {gap} - 1)"}
+    rewritten = _rewrite_grouped(ast, agg, key, cols, relation.source, extra_items=bounds)
     strip(rewritten)
     return rewritten, "Spark session_window() grouping (native merge of sessions)"
 

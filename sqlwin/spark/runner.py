@@ -10,7 +10,7 @@ import contextlib
 import re
 import typing as t
 
-from sqlwin.errors import Position, SqlwinError, SqlwinValidationError
+from sqlwin.errors import Position, SqlwinError, SqlwinValidationError, hide_internal_names
 
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -65,7 +65,7 @@ def spark_error(err: Exception, query: str) -> SqlwinError:
     first = lines[0] if lines else ""
     first = re.sub(r"\s*SQLSTATE: \w+", "", first)
     first = re.sub(r"; line \d+ pos \d+.*", "", first).strip()
-    first = first or condition or type(err).__name__
+    first = hide_internal_names(first or condition or type(err).__name__)
     position = None
     for match in _SPARK_NAME.finditer(first):
         name = (match.group(1) or match.group(2)).split(".")[-1]
@@ -78,7 +78,9 @@ def spark_error(err: Exception, query: str) -> SqlwinError:
     hint = None
     if "UNRESOLVED_COLUMN" in first:
         hint = "a column of the window function's input, or window_start / window_end / window_time"
-    return SqlwinValidationError(f"Spark cannot run the query: {first}", position, hint, query=query)
+    error = SqlwinValidationError(f"Spark cannot run the query: {first}", position, hint, query=query)
+    error.spark_parse = type(err).__name__ == "ParseException"  # Spark could not read the text at all
+    return error
 
 
 @contextlib.contextmanager

@@ -230,6 +230,22 @@ def _require_aggregation(plan: QueryPlan, mode: str) -> WindowAggregation:
             f"The {mode} mode runs one windowed aggregation per query", where,
             "SELECT keys, window_start, window_end, aggregates FROM TUMBLE(...) GROUP BY keys, window_start, "
             "window_end EMIT ...; further SQL over its result in a second query", query=plan.sql)
+    if agg.grouping_analytics is not None:
+        raise SqlwinUnsupportedError(
+            f"The {mode} mode keeps one grouping per window; GROUPING SETS, ROLLUP and CUBE run over a finished "
+            "table", node_position(agg.grouping_analytics),
+            "GROUP BY keys, window_start, window_end here, and the grouping analytics over its result, or the "
+            "query over a finished table (without arrival_order)", query=plan.sql)
+    inputs = {c.lower() for c in agg.relation.columns}
+    having = plan.ast.args.get("having")
+    for root in [*plan.ast.expressions, *([having.this] if having is not None else [])]:
+        for column in root.find_all(exp.Column):
+            if column.name.lower() in SYSTEM_COLUMNS and column.name.lower() not in inputs:
+                raise SqlwinValidationError(
+                    f"{column.name} is not a column of the query's input: sqlwin adds {', '.join(SYSTEM_COLUMNS)} to "
+                    f"every {mode} result, after the query", node_position(column, column.name),
+                    f"{column.name} read from the result (e.g. sw.sql(query).where(\"firing = 'final'\"))",
+                    query=plan.sql)
     if plan.ast.args.get("order") is not None or plan.ast.args.get("limit") is not None:
         raise SqlwinUnsupportedError(
             f"ORDER BY / LIMIT are not part of a {mode} query: results come in emission order",

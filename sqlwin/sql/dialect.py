@@ -286,7 +286,16 @@ class SqlwinParser(SparkParser):
         return self._keep_source(value, token)
 
     def _parse_table_argument(self, table_token: Token) -> TableArg:
-        table = self._parse_table_parts()
+        if self._curr and self._curr.token_type == TokenType.L_PAREN:
+            # TABLE (SELECT ...): a query as the input (Flink's documentation; Spark's TABLE(SELECT ...)).
+            open_token = self._curr
+            table = self._parse_select(table=True, parse_subquery_alias=False)
+            if not isinstance(table, exp.Subquery) or not isinstance(table.this, exp.Query):
+                raise self._syntax_error("Expected a query inside TABLE ( )", open_token,
+                                         "TABLE name, or TABLE (SELECT ...)")
+            self._keep_source(table, open_token)
+        else:
+            table = self._parse_table_parts()
         alias = self._parse_table_alias()
         if alias:
             table.set("alias", alias)
@@ -594,7 +603,34 @@ def _parse(sql: str) -> tuple[list[exp.Expr], list[Token]]:
     _no_bare_expressions(statements, tokens, sql)
     for statement in statements:
         _one_ordered_collect_form(statement)
+        _queries_as_named_inputs(statement)
     return statements, tokens
+
+
+SUBQUERY_INPUT = "__sqlwin_input_"
+
+
+def _queries_as_named_inputs(statement: exp.Expr) -> None:
+    """`TUMBLE(TABLE (SELECT ...) ...)`: the query becomes a CTE of the statement and the window function
+    reads it by name, as it reads a table, a view or the user's own CTE (its columns then resolve the same
+    way in every mode). It is placed before the CTE that uses it, after those it may read."""
+    arguments = [arg for arg in statement.find_all(TableArg) if isinstance(arg.this, exp.Subquery)]
+    if not arguments or "with_" not in statement.arg_types:
+        return
+    with_ = statement.args.get("with_") or exp.With(expressions=[])
+    for number, arg in enumerate(arguments, 1):
+        subquery = arg.this
+        name = f"{SUBQUERY_INPUT}{number}"
+        cte = exp.CTE(this=subquery.this.copy(), alias=exp.TableAlias(this=exp.to_identifier(name)))
+        table = exp.Table(this=exp.to_identifier(name))
+        if subquery.args.get("alias") is not None:
+            table.set("alias", subquery.args["alias"])
+        table.meta["source"] = subquery.meta.get("source") or subquery.sql(dialect=SqlwinDialect)
+        arg.set("this", table)
+        host = next((c for c in with_.expressions if any(a is arg for a in c.find_all(TableArg))), None)
+        position = with_.expressions.index(host) if host is not None else len(with_.expressions)
+        with_.set("expressions", [*with_.expressions[:position], cte, *with_.expressions[position:]])
+    statement.set("with_", with_)
 
 
 def _no_bare_expressions(statements: list[exp.Expr], tokens: list[Token], sql: str) -> None:

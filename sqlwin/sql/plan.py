@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
 from sqlglot import exp
+from sqlglot.tokens import TokenType
 
 from sqlwin.sql.dialect import (
+    WINDOW_FUNCTIONS,
     Descriptor,
     Emit,
     LateRowsInto,
@@ -32,7 +34,7 @@ from sqlwin.sql.dialect import (
     internal_error,
     parse_one,
 )
-from sqlwin.errors import Position, SqlwinError, SqlwinUnsupportedError, SqlwinValidationError
+from sqlwin.errors import Position, SqlwinError, SqlwinSyntaxError, SqlwinUnsupportedError, SqlwinValidationError
 from sqlwin.ir import (  # noqa: F401 (the IR's types, re-exported: sqlwin.sql.plan.Tumble etc.)
     UNBOUNDED,
     CountWindow,
@@ -122,6 +124,9 @@ class WindowAggregation:
     relation: WindowRelation
     select: exp.Select
     group_keys: tuple[str, ...]  # non-window GROUP BY expressions, as SQL
+    # GROUPING SETS / ROLLUP / CUBE beside the window columns: Spark computes them over the
+    # annotated rows (complete input); the window runtime has one grouping per window.
+    grouping_analytics: exp.Expr | None = None
 
 
 @dataclass
@@ -134,6 +139,18 @@ class QueryPlan:
     aggregation: WindowAggregation | None
     emit_position: Position | None = None
     notes: list[str] = field(default_factory=list)
+    time_zone: str = "UTC"  # spark.sql.session.timeZone: how a TIMESTAMP '...' literal was read
+
+    @property
+    def plain_spark(self) -> bool:
+        """No window function, WATERMARK, EMIT or LATE ROWS INTO: Spark SQL that runs as written."""
+        return not self.windows and not uses_sqlwin_syntax(self.ast)
+
+
+def uses_sqlwin_syntax(ast: exp.Expr) -> bool:
+    if ast.find(WindowTVF, Emit, LateRowsInto) is not None:
+        return True
+    return any(table.args.get("watermark") is not None for table in ast.find_all(exp.Table))
 
 
 # --------------------------------------------------------------------------- building
@@ -163,17 +180,47 @@ SIGNATURES: dict[str, tuple[tuple[str, ...], int]] = {
 PARAMETER_ALIASES = {"MAX_SIZE": "SIZE", "STEP_SIZE": "STEP"}
 
 
-def build_plan(sql: str, schema_of: SchemaLookup = lambda name: None) -> QueryPlan:
+def build_plan(sql: str, schema_of: SchemaLookup = lambda name: None, time_zone: str = "UTC") -> QueryPlan:
     """Parse and validate `sql`; errors carry the query text so they can show the line."""
     try:
         ast = parse_one(sql)
-        return _build(sql, ast, schema_of)
+    except SqlwinSyntaxError as err:
+        # sqlglot cannot read every piece of Spark SQL (`GROUP BY window(ts, '1 hour')`): a query with
+        # none of sqlwin's words may still be Spark's, which the caller then hands to Spark as written.
+        err.plain_spark = not mentions_sqlwin(sql)
+        raise err.with_query(sql) from None
+    try:
+        plan = _build(sql, ast, schema_of, time_zone)
     except SqlwinError as err:
         raise err.with_query(sql) from None
+    plan.time_zone = time_zone
+    return plan
 
 
-def _build(sql: str, ast: exp.Expr, schema_of: SchemaLookup) -> QueryPlan:
-    windows = [_guarded(_window_relation, node, sql, node, schema_of) for node in ast.find_all(WindowTVF)]
+_SQLWIN_WORDS = {"WATERMARK", "EMIT", "DESCRIPTOR"}
+
+
+def mentions_sqlwin(sql: str) -> bool:
+    """Whether the text uses a word of sqlwin's own (a window function, or one a typo away, WATERMARK,
+    EMIT, DESCRIPTOR, LATE ROWS), judged on its tokens; True when it cannot even be tokenized."""
+    try:
+        tokens = SqlwinDialect().tokenize(sql)
+    except Exception:  # noqa: BLE001 - unreadable text is sqlwin's to report
+        return True
+    for token, following in zip(tokens, [*tokens[1:], None]):
+        word = token.text.upper()
+        if token.token_type == TokenType.STRING:
+            continue
+        if word in _SQLWIN_WORDS or (word == "LATE" and following is not None and following.text.upper() == "ROWS"):
+            return True
+        if following is not None and following.token_type == TokenType.L_PAREN and any(
+                word == f or (len(word) >= 4 and edit_distance(word, f) <= 1) for f in WINDOW_FUNCTIONS):
+            return True
+    return False
+
+
+def _build(sql: str, ast: exp.Expr, schema_of: SchemaLookup, time_zone: str = "UTC") -> QueryPlan:
+    windows = [_guarded(_window_relation, node, sql, node, schema_of, time_zone) for node in ast.find_all(WindowTVF)]
     return _guarded(_finish, ast, sql, sql, ast, windows)
 
 
@@ -251,7 +298,7 @@ def _fail(message: str, node: exp.Expr | None, hint: str | None = None, text: st
 # -- the window function's arguments -----------------------------------------------
 
 
-def _window_relation(node: WindowTVF, schema_of: SchemaLookup) -> WindowRelation:
+def _window_relation(node: WindowTVF, schema_of: SchemaLookup, time_zone: str = "UTC") -> WindowRelation:
     function = node.function
     table_arg, descriptor, params = _bind_arguments(node)
     table = table_arg.this
@@ -268,7 +315,7 @@ def _window_relation(node: WindowTVF, schema_of: SchemaLookup) -> WindowRelation
     if function != "COUNT_WINDOW" and order_by:
         _fail(f"{function} takes no ORDER BY (rows are placed by their time)", table_arg.args["order"][0],
               "ORDER BY only in COUNT_WINDOW")
-    windower = _windower(function, params, time, node)
+    windower = _windower(function, params, time, node, time_zone)
     watermark = _watermark(table_arg, time, options, columns)
     for name in partition_by:
         if name in WINDOW_COLUMNS:
@@ -528,10 +575,35 @@ def _scaled(number: Decimal, unit_micros: int, what: str, node: exp.Expr) -> int
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_FIXED_ZONE = re.compile(r"(?:UTC|GMT|Z)?\s*([+-])(\d{1,2})(?::?(\d{2}))?(?::?(\d{2}))?")
 
 
-def _offset_micros(value: exp.Expr, time: TimeColumn | None) -> int:
-    """OFFSET is an interval, or an instant the windows are aligned to (Bytewax's align_to)."""
+def _zone(name: str, where: exp.Expr) -> dt.tzinfo:
+    """A Spark session time zone (a region such as America/New_York, UTC, or an offset +05:30) as a tzinfo."""
+    import zoneinfo
+
+    text = (name or "UTC").strip()
+    if text.upper() in ("UTC", "Z", "GMT", "UT"):
+        return dt.timezone.utc
+    fixed = _FIXED_ZONE.fullmatch(text)
+    if fixed:
+        sign, hours, minutes, seconds = fixed.groups()
+        delta = dt.timedelta(hours=int(hours), minutes=int(minutes or 0), seconds=int(seconds or 0))
+        return dt.timezone(-delta if sign == "-" else delta)
+    try:
+        return zoneinfo.ZoneInfo(text)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        _fail(f"Cannot read the alignment instant {_user_text(where)} in the session time zone {text}", where,
+              "an instant with its own offset, e.g. TIMESTAMP '2023-12-14 00:00:00+01:00'")
+
+
+def _offset_micros(value: exp.Expr, time: TimeColumn | None, time_zone: str = "UTC") -> int:
+    """OFFSET is an interval, or an instant the windows are aligned to (Bytewax's align_to).
+
+    An instant without a zone of its own is read in the session time zone, as Spark reads a
+    TIMESTAMP literal; the windows are then fixed lengths of absolute time from that instant,
+    as Spark's window() with the equivalent offset (a daylight saving change does not move them).
+    """
     if isinstance(value, (exp.Cast, exp.TsOrDsToTimestamp)) or (
         isinstance(value, exp.Literal) and value.is_string
     ):
@@ -542,17 +614,18 @@ def _offset_micros(value: exp.Expr, time: TimeColumn | None) -> int:
             _fail(f"Cannot read the alignment instant {_user_text(value)}", value,
                   "OFFSET => INTERVAL 30 MINUTES, or an instant TIMESTAMP '2023-12-14 00:00:00'")
         if instant.tzinfo is None:
-            instant = instant.replace(tzinfo=dt.timezone.utc)
+            instant = instant.replace(tzinfo=_zone(time_zone, value))
         return (instant - _EPOCH) // dt.timedelta(microseconds=1)  # exact: no float in between
     return duration_micros(value, time, "OFFSET", allow_zero=True, allow_negative=True)
 
 
-def _windower(function: str, params: dict[str, exp.Expr], time: TimeColumn | None, node: WindowTVF) -> Windower:
+def _windower(function: str, params: dict[str, exp.Expr], time: TimeColumn | None, node: WindowTVF,
+              time_zone: str = "UTC") -> Windower:
     def dur(name: str) -> int:
         return duration_micros(params[name], time, name)
 
     def offset(period: int) -> int:
-        return _offset_micros(params["OFFSET"], time) % period if "OFFSET" in params else 0
+        return _offset_micros(params["OFFSET"], time, time_zone) % period if "OFFSET" in params else 0
 
     if function == "TUMBLE":
         size = dur("SIZE")
@@ -710,8 +783,28 @@ def _aggregation(ast: exp.Expr, windows: list[WindowRelation]) -> WindowAggregat
     names = [e.name.lower() if isinstance(e, exp.Column) else None for e in group.expressions]
     if "window_start" not in names or "window_end" not in names:
         return None
-    keys = tuple(e.sql(dialect="spark") for e, n in zip(group.expressions, names) if n not in WINDOW_COLUMNS)
-    return WindowAggregation(relation, ast, keys)
+    analytics = grouping_analytics(group)
+    keys = tuple(e.sql(dialect="spark") for e, n in zip(group.expressions, names)
+                 if n not in WINDOW_COLUMNS and not isinstance(e, GROUPING_ANALYTICS))
+    return WindowAggregation(relation, ast, keys, analytics)
+
+
+GROUPING_ANALYTICS = (exp.GroupingSets, exp.Rollup, exp.Cube)
+
+
+def grouping_analytics(group: exp.Group | None) -> exp.Expr | None:
+    """The first GROUPING SETS / ROLLUP / CUBE of a GROUP BY (`WITH ROLLUP` / `WITH CUBE` too), or None."""
+    if group is None:
+        return None
+    for node in group.expressions:
+        if isinstance(node, GROUPING_ANALYTICS):
+            return node
+    for key in ("grouping_sets", "rollup", "cube"):
+        value = group.args.get(key)
+        if value:
+            first = value[0] if isinstance(value, list) else value
+            return first if isinstance(first, exp.Expr) else group
+    return None
 
 
 def require_final_only(plan: QueryPlan, mode: str) -> None:
@@ -733,3 +826,113 @@ def require_final_only(plan: QueryPlan, mode: str) -> None:
                 "WITH (arrival_time = col) or a stream",
                 query=plan.sql,
             )
+
+
+# -- the plan in words (explain) ---------------------------------------------------------
+
+_UNITS = (("day", MICROS["DAY"]), ("hour", MICROS["HOUR"]), ("minute", MICROS["MINUTE"]),
+          ("second", MICROS["SECOND"]), ("millisecond", MICROS["MILLISECOND"]), ("microsecond", 1))
+
+
+def interval_text(micros: int) -> str:
+    """A duration as a user writes it: 3600000000 -> '1 hour', 5400000000 -> '1 hour 30 minutes'."""
+    if micros == 0:
+        return "0 seconds"
+    if micros >= UNBOUNDED:
+        return "UNBOUNDED"
+    sign, rest, parts = ("-" if micros < 0 else ""), abs(micros), []
+    for unit, size in _UNITS:
+        amount, rest = divmod(rest, size)
+        if amount:
+            parts.append(f"{amount} {unit}{'' if amount == 1 else 's'}")
+    return sign + " ".join(parts)
+
+
+def describe_windower(windower: Windower, time: TimeColumn | None = None) -> str:
+    def offset(micros: int) -> str:
+        return f", offset {interval_text(micros)}" if micros else ""
+
+    def rows(n: int) -> str:
+        return f"{n} row{'' if n == 1 else 's'}"
+
+    if isinstance(windower, Tumble):
+        return f"TUMBLE size {interval_text(windower.size)}{offset(windower.offset)}"
+    if isinstance(windower, Hop):
+        return f"HOP slide {interval_text(windower.slide)}, size {interval_text(windower.size)}{offset(windower.offset)}"
+    if isinstance(windower, Cumulate):
+        return (f"CUMULATE step {interval_text(windower.step)}, max size {interval_text(windower.max_size)}"
+                f"{offset(windower.offset)}")
+    if isinstance(windower, Session):
+        return f"SESSION gap {interval_text(windower.gap)}"
+    if isinstance(windower, Slide):
+        return f"SLIDE size {interval_text(windower.size)} (one window per row time, both ends inclusive)"
+    if isinstance(windower, CountWindow):
+        slide = f", slide {rows(windower.slide)}" if windower.slide != windower.size else ""
+        return f"COUNT_WINDOW size {rows(windower.size)}{slide}"
+    return "GLOBAL_WINDOW (one window per key)"
+
+
+def describe_time(time: TimeColumn | None) -> str:
+    if time is None:
+        return "(none)"
+    if time.kind == "processing_time":
+        return "processing time (PROCTIME())"
+    if time.kind == "epoch_ms":
+        return f"{time.name}, epoch milliseconds" + (" (rounded to the millisecond)" if time.rounded else "")
+    return f"{time.name}, TIMESTAMP"
+
+
+def describe_watermark(watermark: WatermarkSpec, complete: bool = False) -> str:
+    delay = "UNBOUNDED" if watermark.delay >= UNBOUNDED else interval_text(watermark.delay)
+    text = (f"delay {delay}, strategy {watermark.strategy}, one clock per "
+            f"{'key' if watermark.scope == 'key' else 'stream'}, lateness rule {watermark.lateness_rule}")
+    if watermark.idle_timeout is not None:
+        text += f", idle timeout {interval_text(watermark.idle_timeout)} ({watermark.idle_clock})"
+    return text + (" (over complete input every row is on time)" if complete else "")
+
+
+def describe_emit(emit: EmitSpec) -> str:
+    parts = ["CHANGES" if emit.changes else "FINAL"]
+    if emit.early_interval is not None:
+        parts.append(f"EARLY EVERY {interval_text(emit.early_interval)}")
+    if emit.early_rows is not None:
+        parts.append(f"EARLY EVERY {emit.early_rows} ROWS")
+    if emit.allowed_lateness:
+        parts.append(f"ALLOWED LATENESS {interval_text(emit.allowed_lateness)}")
+    if emit.late_interval is not None:
+        parts.append(f"LATE EVERY {interval_text(emit.late_interval)}")
+    if emit.late_rows is not None:
+        parts.append(f"LATE EVERY {emit.late_rows} ROWS")
+    parts.append(emit.accumulation)
+    if emit.only_updated:
+        parts.append("ONLY UPDATED")
+    return "EMIT " + " ".join(parts)
+
+
+def describe_plan(plan: QueryPlan, complete: bool = False) -> list[str]:
+    """The IR in the query's own words, one line each (durations as intervals, never microseconds)."""
+    lines = []
+    for window in plan.windows:
+        table = window.node.find(TableArg)
+        source = (table.this.meta.get("source") if table is not None else None) or window.source
+        lines.append(f"window: {window.function} over {source} at {window.position}")
+        lines.append(f"  windows: {describe_windower(window.windower, window.time)}")
+        lines.append(f"  time: {describe_time(window.time)}")
+        lines.append(f"  partition by: {', '.join(window.partition_by) or '(none: one stream)'}")
+        if window.order_by:
+            lines.append(f"  order by: {', '.join(window.order_by)}")
+        lines.append(f"  watermark: {describe_watermark(window.watermark, complete)}")
+    if plan.windows:
+        lines.append(f"emit: {describe_emit(plan.emit)}")
+    if plan.late_into:
+        lines.append(f"late rows into: {plan.late_into}")
+    if plan.aggregation:
+        keys = ", ".join(plan.aggregation.group_keys) or "(none)"
+        lines.append(f"windowed aggregation: GROUP BY {keys}, window_start, window_end"
+                     + (f", {plan.aggregation.grouping_analytics.sql(dialect='spark')}"
+                        if isinstance(plan.aggregation.grouping_analytics, (exp.GroupingSets, exp.Rollup, exp.Cube))
+                        else ""))
+    if plan.time_zone != "UTC" and plan.windows:
+        lines.append(f"session time zone: {plan.time_zone} (TIMESTAMP literals read in it; windows are "
+                     "fixed lengths of absolute time, as Spark's window())")
+    return lines
