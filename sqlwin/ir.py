@@ -55,15 +55,23 @@ class Slide:
 
 @dataclass(frozen=True)
 class CountWindow:
-    """Windows of `size` rows starting every `slide` rows, in the ORDER BY (or arrival) order."""
+    """Windows of `size` rows starting every `slide` rows, in the ORDER BY (or arrival) order.
+
+    `timed`: the query names a time column (DESCRIPTOR(ts)); a row whose time is NULL then joins
+    no window and is rejected ('null_time'), as in every other kind of window. Without one, rows
+    have no time and every row counts.
+    """
 
     size: int
     slide: int
+    timed: bool = False
 
 
 @dataclass(frozen=True)
 class GlobalWindow:
-    """One window holding every row of a key."""
+    """One window holding every row of a key. `timed`: as CountWindow's."""
+
+    timed: bool = False
 
 
 Windower = t.Union[Tumble, Hop, Cumulate, Session, Slide, CountWindow, GlobalWindow]

@@ -231,8 +231,9 @@ def gen_config(rng: random.Random, function: str, changes: bool, fast: bool = Fa
         gap = rng.choice([1000, 2000, 5000])
         return Config(f"session-{emit}", function, Session(gap * 1000), f"INTERVAL {gap // 1000} SECONDS", **common)
     size, slide = rng.choice([(3, 3), (3, 1), (2, 3), (4, 2)])
-    return Config(f"count-{emit}", function, CountWindow(size, slide), f"{size}, {slide}", changes=changes,
-                  descriptor=rng.choice([True, False]), fast=fast)
+    descriptor = rng.choice([True, False])  # with DESCRIPTOR(ts), a row whose time is NULL joins no window
+    return Config(f"count-{emit}", function, CountWindow(size, slide, timed=descriptor), f"{size}, {slide}",
+                  changes=changes, descriptor=descriptor, fast=fast)
 
 
 KINDS = [(f, c, False) for f in ("TUMBLE", "HOP", "SESSION", "COUNT_WINDOW") for c in (False, True)]

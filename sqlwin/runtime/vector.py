@@ -706,6 +706,7 @@ class CountFinalRuntime(FixedFinalRuntime):
 
     def __init__(self, windower, watermark, emit, aggregates, processing_time: bool = False):
         super().__init__(windower, watermark, emit, aggregates, processing_time)
+        self._timed = getattr(windower, "timed", False)  # a named time column: a NULL time is rejected
         self._count = np.empty(0, np.int64)  # rows seen per key
         self._first_time = np.empty(0, np.int64)
         self._first_null = np.empty(0, bool)
@@ -718,7 +719,7 @@ class CountFinalRuntime(FixedFinalRuntime):
         out = BatchResult()
         if cols.n == 0:
             return out
-        admitted = self._admit(cols, lambda i: out.rejected, null_time_ok=True)
+        admitted = self._admit(cols, lambda i: out.rejected, null_time_ok=not self._timed)
         if admitted is None:
             return out
         rows, key_of_row, _ = admitted
@@ -738,7 +739,7 @@ class CountFinalRuntime(FixedFinalRuntime):
         def result(batch) -> BatchResult:
             return results.setdefault(batch, BatchResult())
 
-        admitted = self._admit(cols, lambda i: result(int(batches[i])).rejected, null_time_ok=True)
+        admitted = self._admit(cols, lambda i: result(int(batches[i])).rejected, null_time_ok=not self._timed)
         if admitted is not None:
             rows, key_of_row, _ = admitted
             emitted = BatchResult()

@@ -393,6 +393,7 @@ class CountLogic(WindowLogic):
     def __init__(self, windower, watermark, emit, processing_time, panes):
         super().__init__(windower, watermark, emit, processing_time, panes)
         self.size, self.slide = windower.size, windower.slide
+        self.needs_time = getattr(windower, "timed", False)  # a named time column: NULL joins no window
 
     def place(self, key, ks, time, seq, values, wm, out):
         size, slide = self.size, self.slide
@@ -422,6 +423,10 @@ class GlobalLogic(WindowLogic):
     key_state = GlobalKeyState
     needs_time = False
     closes_by_time = False
+
+    def __init__(self, windower, watermark, emit, processing_time, panes):
+        super().__init__(windower, watermark, emit, processing_time, panes)
+        self.needs_time = getattr(windower, "timed", False)  # a named time column: NULL joins no window
 
     def place(self, key, ks, time, seq, values, wm, out):
         window = ks.windows.get(None)

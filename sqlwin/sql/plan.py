@@ -646,8 +646,13 @@ def _windower(function: str, params: dict[str, exp.Expr], time: TimeColumn | Non
     if function == "COUNT_WINDOW":
         size = _row_count(params["SIZE"], "SIZE")
         slide = _row_count(params["SLIDE"], "SLIDE") if "SLIDE" in params else size
-        return CountWindow(size, slide)
-    return GlobalWindow()
+        return CountWindow(size, slide, timed=_timed(time))
+    return GlobalWindow(timed=_timed(time))
+
+
+def _timed(time: TimeColumn | None) -> bool:
+    """Whether rows carry a time of their own (a NULL one then joins no window): a named column."""
+    return time is not None and time.kind != "processing_time"
 
 
 def _row_count(value: exp.Expr, what: str) -> int:

@@ -27,7 +27,7 @@ KEYS = [("a",), ("b",), ("c",), (None,), ("d",), ("e",), ("f",), ("g",), ("h",),
 kinds = st.one_of(
     st.tuples(st.just(FixedFinalRuntime), st.builds(Tumble, st.integers(1, 20))),
     st.tuples(st.just(FixedFinalRuntime), st.builds(Hop, st.integers(2, 20), st.integers(1, 7))),
-    st.tuples(st.just(CountFinalRuntime), st.builds(CountWindow, st.integers(1, 5), st.integers(1, 5))),
+    st.tuples(st.just(CountFinalRuntime), st.builds(CountWindow, st.integers(1, 5), st.integers(1, 5), st.booleans())),
     st.tuples(st.just(SessionFinalRuntime), st.builds(Session, st.integers(1, 15))),
 )
 watermarks = st.builds(

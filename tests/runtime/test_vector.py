@@ -14,7 +14,7 @@ from runtime_helpers import batches
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sqlwin.sql.plan import UNBOUNDED, CountWindow, Cumulate, EmitSpec, Hop, Session, Slide, Tumble, WatermarkSpec
+from sqlwin.ir import UNBOUNDED, CountWindow, Cumulate, EmitSpec, GlobalWindow, Hop, Session, Slide, Tumble, WatermarkSpec
 from sqlwin.runtime import AggregateSpec, RuntimeConfigError, WindowRuntime
 from sqlwin.runtime.vector import (
     Columns,
@@ -136,7 +136,8 @@ def test_many_batches_at_once_equal_batch_by_batch(windower, watermark, stream, 
     assert vector.counts == general.counts
 
 
-count_windows = st.builds(lambda size, slide: CountWindow(size, slide), st.integers(1, 6), st.integers(1, 8))
+count_windows = st.builds(lambda size, slide, timed: CountWindow(size, slide, timed),
+                          st.integers(1, 6), st.integers(1, 8), st.booleans())
 
 
 @SETTINGS
@@ -214,3 +215,23 @@ def test_vectorised_sessions_equal_the_general_ones(windower, watermark, stream,
             assert vector.open_windows(key) == general.open_windows(key)
     assert close_enough(vector.end_of_input().emissions, general.end_of_input().emissions)
     assert vector.counts == general.counts
+
+
+@pytest.mark.parametrize("windower", [CountWindow(2, 2, timed=True), GlobalWindow(timed=True)])
+def test_a_named_time_column_rejects_rows_without_a_time(windower):
+    """COUNT_WINDOW / GLOBAL_WINDOW with DESCRIPTOR(ts): a NULL-time row joins no window, as over
+    a finished table (docs/semantics.md); without a time column every row counts."""
+    rows = [(("a",), None, (1, 1.0, "r0")), (("a",), 1, (2, 2.0, "r1")), (("a",), 2, (3, 3.0, "r2"))]
+    wm = WatermarkSpec(column="ts", delay=0)
+    runtimes = [WindowRuntime(windower, wm, EmitSpec(), AGGREGATES)]
+    if isinstance(windower, CountWindow):
+        runtimes.append(CountFinalRuntime(windower, wm, EmitSpec(), AGGREGATES))
+    for runtime in runtimes:
+        out = runtime.process_batch(rows, 0)
+        assert [(r.values[2], r.reason) for r in out.rejected] == [("r0", "null_time")]
+        emitted = out.emissions + runtime.end_of_input().emissions
+        assert [e.values[0] for e in emitted] == [2]  # count(*) of the rows with a time
+    untimed = WindowRuntime(type(windower)(*([2, 2] if isinstance(windower, CountWindow) else [])), wm, EmitSpec(),
+                            AGGREGATES)
+    out = untimed.process_batch(rows, 0)
+    assert not out.rejected
