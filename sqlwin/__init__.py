@@ -19,7 +19,7 @@ from sqlwin.errors import (
 # The API, the parser and Spark load on first use (PEP 562): a Spark Python worker that imports
 # sqlwin's runtime and worker code never loads sqlglot or the API.
 _LAZY = {"Explanation": "sqlwin.api", "Sqlwin": "sqlwin.api", "attach": "sqlwin.api",
-         "build_plan": "sqlwin.sql.plan", "session": "sqlwin.session"}
+         "build_plan": "sqlwin.sql.plan", "register": "sqlwin.spark.functions", "session": "sqlwin.session"}
 
 
 def __getattr__(name: str):
@@ -51,6 +51,7 @@ __all__ = [
     "SqlwinValidationError",
     "attach",
     "build_plan",
+    "register",
     "session",
 ]
 __version__ = "0.1.0"
