@@ -13,6 +13,7 @@ from sqlwin.sql.dialect import parse_one
 from sqlwin.errors import SqlwinError, SqlwinSyntaxError, SqlwinValidationError
 from sqlwin.spark.complete import LoweredQuery, complete_mode, lower_complete, plain_plan, run_as_written
 from sqlwin.spark.replay import explain_replay, is_replay, run_replay
+from sqlwin.spark.connect import check_connect_workers, connect_stream_paths, is_connect
 from sqlwin.spark.runner import SparkRunner, position_of
 from sqlwin.sql.plan import QueryPlan, build_plan, describe_plan, require_final_only
 
@@ -71,6 +72,8 @@ class Sqlwin:
         except SqlwinSyntaxError as err:
             return run_as_written(self.runner, query, err)  # Spark SQL sqlglot cannot read, or the error
         if choose_mode(plan) == REPLAY:
+            if is_connect(self.spark):  # the replay runs sqlwin's code in the server's Python workers
+                check_connect_workers(self.spark)
             return run_replay(self.runner, plan).result
         lowered = lower_complete(plan)
         result = self.runner.sql(lowered.sql, query)
@@ -91,6 +94,10 @@ class Sqlwin:
         """
         from sqlwin.spark.streaming import start_stream
 
+        if is_connect(self.spark):  # the server resolves paths in its own working directory, runs sqlwin's code
+            sources, sink, late_sink, checkpoint = connect_stream_paths(self.spark, sources, sink, late_sink,
+                                                                        checkpoint)
+            check_connect_workers(self.spark)
         return start_stream(self.runner, self.plan, query, sources, sink, checkpoint, late_sink=late_sink,
                             source_format=source_format, source_options=source_options,
                             trigger=trigger, buckets=buckets)

@@ -1,4 +1,9 @@
-"""A ready local SparkSession for users (and tests) who do not bring their own."""
+"""A ready SparkSession for users (and tests) who do not bring their own: local, a cluster, or Spark Connect.
+
+    sqlwin.session()                                   # local[2], or $SQLWIN_MASTER, or $SQLWIN_REMOTE
+    sqlwin.session(master="spark://127.0.0.1:7077")    # a standalone cluster (scripts/cluster.py)
+    sqlwin.session(remote="sc://127.0.0.1:15002")      # a Spark Connect server (docs/deploy.md)
+"""
 
 from __future__ import annotations
 
@@ -7,17 +12,41 @@ import sys
 from pathlib import Path
 
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+MASTER_ENV = "SQLWIN_MASTER"
+REMOTE_ENV = "SQLWIN_REMOTE"
+DEFAULT_MASTER = "local[2]"
+STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
-def session(app_name: str = "sqlwin", master: str = "local[2]", shuffle_partitions: int = 2,
-            conf: dict[str, str] | None = None):
+def session(app_name: str = "sqlwin", master: str | None = None, remote: str | None = None,
+            shuffle_partitions: int = 2, conf: dict[str, str] | None = None):
     """A SparkSession configured the way sqlwin expects.
 
     UTC session time zone (window arithmetic is on epoch microseconds), few shuffle
     partitions (local data is small), the UI off, the RocksDB state store (needed by the
     streaming operator), and PYSPARK_PYTHON pointing at this interpreter so Python
     workers start with the same packages.
+
+    `master`: where Spark runs (`local[2]`, `spark://host:7077`, ...); without it $SQLWIN_MASTER,
+    else local[2]. `remote`: a Spark Connect server (`sc://host:port`); without it (and without
+    `master`) $SQLWIN_REMOTE. Over Connect the server owns the cluster: only the session's SQL
+    settings are set from here (time zone, shuffle partitions, Arrow, the state store), and a
+    `conf` the server does not let a client set is refused with a SqlwinUsageError naming it.
     """
+    if master and remote:
+        from sqlwin.errors import SqlwinUsageError
+
+        raise SqlwinUsageError(f"Both a master ({master}) and a Spark Connect server ({remote}) were given",
+                               hint="one of them: master= for classic Spark, remote= for Spark Connect")
+    if remote is None and master is None:
+        remote = os.environ.get(REMOTE_ENV) or None
+    if remote:
+        return _connect_session(app_name, remote, shuffle_partitions, conf)
+    master = master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
+    return _classic_session(app_name, master, shuffle_partitions, conf)
+
+
+def _classic_session(app_name: str, master: str, shuffle_partitions: int, conf: dict[str, str] | None):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -32,14 +61,110 @@ def session(app_name: str = "sqlwin", master: str = "local[2]", shuffle_partitio
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.extraJavaOptions", java_options)
         .config("spark.executor.extraJavaOptions", java_options)
-        .config(
-            "spark.sql.streaming.stateStore.providerClass",
-            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-        )
+        .config("spark.sql.streaming.stateStore.providerClass", STATE_STORE)
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
     )
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except Exception as err:
+        _refuse_mixed_sessions(err, f"a {master} session", "a Spark Connect session")
+        raise
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _refuse_mixed_sessions(err: Exception, wanted: str, running: str) -> None:
+    """PySpark keeps one kind of session per process: classic (a SparkContext) or Spark Connect."""
+    from sqlwin.errors import SqlwinUsageError
+
+    condition = getattr(err, "getCondition", lambda: None)() or ""
+    if condition in ("SESSION_ALREADY_EXIST", "CONNECT_URL_NOT_SET"):
+        raise SqlwinUsageError(f"This process already runs {running}: PySpark cannot start {wanted} beside it "
+                               f"({condition})", hint="each kind of session in a process of its own") from None
+
+
+def connect_settings(shuffle_partitions: int = 2) -> dict[str, str]:
+    """The session settings sqlwin asks of a Spark Connect server: SQL settings a client may set."""
+    return {
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": str(shuffle_partitions),
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.streaming.stateStore.providerClass": STATE_STORE,
+    }
+
+
+def _connect_session(app_name: str, remote: str, shuffle_partitions: int, conf: dict[str, str] | None):
+    from sqlwin.errors import SqlwinUsageError
+
+    try:
+        from pyspark.sql import SparkSession
+        from pyspark.sql.connect.utils import check_dependencies
+
+        check_dependencies()
+    except ImportError as err:
+        raise SqlwinUsageError(f"Spark Connect ({remote}) needs the Spark Connect client: {err}",
+                               hint="pip install 'sqlwin[connect]'") from None
+    _check_reachable(remote)
+    # No sparkContext over Connect: the server's master, UI and log level are the server's own.
+    try:
+        spark = SparkSession.builder.remote(remote).appName(app_name).getOrCreate()
+    except Exception as err:
+        _refuse_mixed_sessions(err, f"a Spark Connect session ({remote})", "a classic SparkSession")
+        raise
+    settings = {**connect_settings(shuffle_partitions), **(conf or {})}
+    for key, value in settings.items():
+        _set_connect_conf(spark, key, str(value), remote)
+    return spark
+
+
+def _set_connect_conf(spark, key: str, value: str, remote: str) -> None:
+    from pyspark.errors import PySparkException
+
+    from sqlwin.errors import SqlwinUsageError
+
+    try:
+        spark.conf.set(key, value)
+    except PySparkException as err:
+        condition = getattr(err, "getCondition", lambda: None)() or type(err).__name__
+        raise SqlwinUsageError(
+            f"The Spark Connect server at {remote} does not let a client set {key} ({condition})",
+            hint=f"set {key} when the server starts (start-connect-server.sh --conf {key}=...), "
+                 "or leave it out") from None
+
+
+# --------------------------------------------------------------------------- Spark Connect
+
+
+def _connect_address(remote: str) -> tuple[str, int] | None:
+    """host and port of an `sc://host[:port][/;params]` URL (Spark Connect's default port 15002)."""
+    from urllib.parse import urlparse
+
+    if not remote.startswith("sc://"):
+        return None
+    netloc = urlparse(remote.split(";", 1)[0]).netloc
+    try:
+        parsed = urlparse(f"//{netloc}")
+        return parsed.hostname or "localhost", parsed.port or 15002
+    except ValueError:
+        return None
+
+
+def _check_reachable(remote: str, timeout_s: float = 10.0) -> None:
+    """Fail at once when nothing listens at `remote`: PySpark's client would retry for ten minutes."""
+    import socket
+
+    from sqlwin.errors import SqlwinUsageError
+
+    address = _connect_address(remote)
+    if address is None:
+        return
+    try:
+        with socket.create_connection(address, timeout=timeout_s):
+            return
+    except OSError as err:
+        raise SqlwinUsageError(
+            f"No Spark Connect server answers at {remote} ({err.strerror or err})",
+            hint="the URL of a running server, sc://HOST:PORT (start one locally: "
+                 "python scripts/connect_server.py start)") from None
