@@ -282,7 +282,7 @@ def _register_tables(spark, tables: dict[str, Path]) -> None:
             # inferSchema turns ISO timestamps into TIMESTAMP and whole numbers into INT/BIGINT.
             reader = reader.option("header", True).option("inferSchema", True)
         try:
-            frame = reader.load(str(path))
+            frame = reader.load(str(path.resolve()))  # the JVM (or a Connect server) may have another cwd
             frame.schema  # noqa: B018 - reading the schema surfaces unreadable files here
         except Exception as err:
             raise SqlwinUsageError(f"Cannot read table {name} from {path}: {_first_line(err)}",
@@ -301,7 +301,7 @@ def _write(frame, out: Path) -> None:
         if out.is_file() or out.is_symlink():
             out.unlink()
         mode = "overwrite" if out.exists() else "errorifexists"  # a directory holding only a previous result
-        frame.write.mode(mode).format(fmt).options(**writer_options).save(str(out))
+        frame.write.mode(mode).format(fmt).options(**writer_options).save(str(out.resolve()))
         return
     # A path with an extension is one file: write one partition aside, then move it in place.
     with tempfile.TemporaryDirectory(prefix="sqlwin-out-") as tmp:

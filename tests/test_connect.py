@@ -158,10 +158,6 @@ def test_stream_over_connect_equals_local_and_the_replay(remote, local):
     assert (stream["rows"], stream["late"]) == (remote["replays"]["early"], remote["replays"]["late"])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "over Connect the foreachBatch function runs in a Python process of the server: what it records on the "
-    "handle (batches, bucket_stats, result/late schema) never reaches the client, so status() says 0 results "
-    "and 0 rows -- sqlwin/spark/streaming.py must pass them through the checkpoint (docs/deploy.md)"))
 def test_stream_status_over_connect_counts_what_the_stream_did(remote, local):
     status, expected = remote["stream"]["status"], local["stream"]["status"]
     assert expected["results"] == len(local["stream"]["rows"]) and expected["rows"] == len(remote_check.RECORDED)

@@ -69,6 +69,22 @@ class StreamingWindowQuery:
     bucket_stats: dict = field(default_factory=dict)  # bucket -> its figures (operator.stats_record)
     result_schema: t.Any = None  # StructType of the sink's rows, known after the first batch
     late_schema: t.Any = None
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)  # this start of the stream
+
+    def refresh(self) -> None:
+        """What the sink writer recorded, read back from the checkpoint. The writer runs where
+        Spark runs foreachBatch -- this process, or a Spark Connect server's -- so the figures
+        travel through the checkpoint either way: one path for both."""
+        self.bucket_stats = _load_progress(self.checkpoint)
+        batches = _load_batches(self.checkpoint, self.run_id)
+        if batches:
+            self.batches = [{k: b[k] for k in ("batch", "results", "late")} for b in batches]
+            from pyspark.sql.types import StructType
+
+            for name in ("result_schema", "late_schema"):
+                known = [b[name] for b in batches if b.get(name)]
+                if known:
+                    setattr(self, name, StructType.fromJson(json.loads(known[-1])))
 
     def process_all_available(self, timeout_s: float = 600.0) -> None:
         """Block until every row available now is processed.
@@ -78,6 +94,7 @@ class StreamingWindowQuery:
         """
         if self.clock != "processing":
             self.query.processAllAvailable()
+            self.refresh()
             return
         import time
 
@@ -90,6 +107,7 @@ class StreamingWindowQuery:
                 return
             quiet = quiet + 1 if not status["isDataAvailable"] and not status["isTriggerActive"] else 0
             if quiet >= 3:
+                self.refresh()
                 return
             time.sleep(0.2)
 
@@ -112,6 +130,7 @@ class StreamingWindowQuery:
 
     def status(self) -> dict:
         """Figures for a progress line: rows/s, watermark, open state, late rows."""
+        self.refresh()
         progress = self.query.lastProgress or {}
         state = (progress.get("stateOperators") or [{}])[0]
         return {
@@ -242,6 +261,9 @@ def _sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
                 late = _write_batch(late_rows, handle.late_sink, batch_id,
                                     kinds.get("late", 0) + kinds.get("rejected", 0))
             handle.batches.append({"batch": batch_id, "results": written, "late": late})
+            _save_batch(handle, {"batch": batch_id, "results": written, "late": late,
+                                 "result_schema": handle.result_schema.json() if handle.result_schema else None,
+                                 "late_schema": handle.late_schema.json() if handle.late_schema else None})
         finally:
             spark.catalog.dropTempView(name)
             records_df.unpersist()
@@ -279,6 +301,29 @@ def _save_progress(checkpoint: str, stats: dict) -> None:
     tmp = path.with_name(f".{PROGRESS}.tmp")
     tmp.write_text(json.dumps({str(bucket): figures for bucket, figures in stats.items()}))
     os.replace(tmp, path)
+
+
+BATCHES = "sqlwin-batches"  # in the checkpoint: what each run's sink writer wrote, per batch
+
+
+def _save_batch(handle: StreamingWindowQuery, record: dict) -> None:
+    folder = Path(handle.checkpoint) / BATCHES
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{handle.run_id}-{record['batch']:012d}.json"
+    tmp = folder / f".{path.name}.tmp"
+    tmp.write_text(json.dumps(record))
+    os.replace(tmp, path)  # a re-run of the batch replaces its record
+
+
+def _load_batches(checkpoint: str, run_id: str) -> list[dict]:
+    folder = Path(checkpoint) / BATCHES
+    records = []
+    for path in sorted(folder.glob(f"{run_id}-*.json")) if folder.exists() else []:
+        try:
+            records.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    return records
 
 
 def _write_batch(frame: "DataFrame", sink: str, batch_id: int, records: int, order: str | None = None) -> int:
