@@ -110,6 +110,7 @@ class SegmentedState:
         self.index_part_keys = index_part_keys
         self._parts_read: dict[int, t.Any] = {}
         blob = store.get_directory()
+        self.fresh = blob is None  # nothing stored yet
         if blob is None:
             self.dir = self._empty_directory()
         else:

@@ -70,14 +70,17 @@ class WindowProcessor(StatefulProcessor):
     # -- helpers ------------------------------------------------------------------------
 
     def _load(self) -> BucketState | SegmentedBucket:
-        blob = self.state.get()[0] if self.state.exists() else None
+        # get() is None when there is no value: no separate exists() round trip.
         if self.vectorised is None:
-            return BucketState.restore(blob, self.config, self.integral, self.vectorised)
-        if blob is not None and self.store.get_directory() is None:
-            bucket = SegmentedBucket(self.config, self.integral, self.vectorised, self.store, legacy=blob)
-            self.state.clear()  # moved into segments
-            return bucket
-        return SegmentedBucket(self.config, self.integral, self.vectorised, self.store)
+            value = self.state.get()
+            return BucketState.restore(value[0] if value else None, self.config, self.integral, self.vectorised)
+        bucket = SegmentedBucket(self.config, self.integral, self.vectorised, self.store)
+        if bucket.state.fresh:  # no directory yet: a new bucket, or a checkpoint of the one-value layout
+            value = self.state.get()
+            if value is not None:
+                bucket = SegmentedBucket(self.config, self.integral, self.vectorised, self.store, legacy=value[0])
+                self.state.clear()  # moved into segments
+        return bucket
 
     def _save(self, bucket: BucketState | SegmentedBucket, timerValues) -> None:
         if isinstance(bucket, BucketState):
@@ -115,7 +118,8 @@ class _SparkStore:
         self.directory, self.maps = directory, maps
 
     def get_directory(self) -> bytes | None:
-        return self.directory.get()[0] if self.directory.exists() else None
+        value = self.directory.get()
+        return value[0] if value is not None else None
 
     def put_directory(self, blob: bytes) -> None:
         self.directory.update((blob,))

@@ -70,13 +70,14 @@ class StreamingWindowQuery:
     result_schema: t.Any = None  # StructType of the sink's rows, known after the first batch
     late_schema: t.Any = None
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)  # this start of the stream
+    _records: dict = field(default_factory=dict, repr=False)  # batch record files read so far, by name
 
     def refresh(self) -> None:
         """What the sink writer recorded, read back from the checkpoint. The writer runs where
         Spark runs foreachBatch -- this process, or a Spark Connect server's -- so the figures
         travel through the checkpoint either way: one path for both."""
         self.bucket_stats = _load_progress(self.checkpoint)
-        batches = _load_batches(self.checkpoint, self.run_id)
+        batches = _load_batches(self.checkpoint, self.run_id, self._records)
         if batches:
             self.batches = [{k: b[k] for k in ("batch", "results", "late")} for b in batches]
             from pyspark.sql.types import StructType
@@ -315,15 +316,17 @@ def _save_batch(handle: StreamingWindowQuery, record: dict) -> None:
     os.replace(tmp, path)  # a re-run of the batch replaces its record
 
 
-def _load_batches(checkpoint: str, run_id: str) -> list[dict]:
+def _load_batches(checkpoint: str, run_id: str, known: dict) -> list[dict]:
+    """This run's batch records in batch order; `known` (name -> record) keeps those read
+    before, so a status poll reads only the batches written since."""
     folder = Path(checkpoint) / BATCHES
-    records = []
-    for path in sorted(folder.glob(f"{run_id}-*.json")) if folder.exists() else []:
-        try:
-            records.append(json.loads(path.read_text()))
-        except (OSError, ValueError):
-            continue
-    return records
+    for path in folder.glob(f"{run_id}-*.json") if folder.exists() else []:
+        if path.name not in known:
+            try:
+                known[path.name] = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+    return [known[name] for name in sorted(known)]
 
 
 def _write_batch(frame: "DataFrame", sink: str, batch_id: int, records: int, order: str | None = None) -> int:
