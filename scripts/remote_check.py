@@ -189,7 +189,13 @@ def local_reference(spark, workdir: Path, examples: list[str]) -> dict:
     per process and list of examples: what a remote run must equal."""
     key = tuple(examples)
     if key not in _LOCAL:
-        _LOCAL[key] = run_checks(spark.newSession(), workdir, examples)
+        try:
+            _LOCAL[key] = run_checks(spark.newSession(), workdir, examples)
+        finally:  # creating the new session made it PySpark's active one (process-wide): give `spark` back
+            from pyspark.sql import SparkSession
+
+            SparkSession._activeSession = spark
+            spark._jvm.SparkSession.setActiveSession(spark._jsparkSession)
     return _LOCAL[key]
 
 
