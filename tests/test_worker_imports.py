@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 from sqlwin.ir import EmitSpec, Tumble, WatermarkSpec
-from sqlwin.spark.operator import OperatorConfig, replay_partition
+from sqlwin.spark.operator import OperatorConfig, pack_rows, replay_partition
 from sqlwin.spark.processor import WindowProcessor
 from sqlwin.runtime import AggregateSpec
 from sqlwin.runtime.vector import FixedFinalRuntime
@@ -18,9 +18,10 @@ def test_a_worker_unpickles_the_operator_without_loading_sqlglot(tmp_path):
     from pyspark import cloudpickle  # what PySpark pickles functions and processors with
 
     blob = tmp_path / "worker.pickle"
-    processor = WindowProcessor(CONFIG, (False,), "none", 1000, ["__bucket", "__k0"], FixedFinalRuntime)
+    processor = WindowProcessor(CONFIG, (False,), "none", 1000, ["__bucket", "__pack", "__newest", "__blob", "__control"],
+                                ["__bucket", "__k0"], FixedFinalRuntime)
     function = replay_partition(CONFIG, (False,), FixedFinalRuntime, None, None)
-    blob.write_bytes(cloudpickle.dumps((processor, function)))
+    blob.write_bytes(cloudpickle.dumps((processor, function, pack_rows)))
     code = (f"import pickle, sys; pickle.loads(open({str(blob)!r}, 'rb').read()); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sqlglot', 'sqlwin')))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -8,20 +8,26 @@ from __future__ import annotations
 
 import typing as t
 
+import numpy as np
 import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor
 
 from sqlwin.runtime.segments import INDEX, SEGMENT
-from sqlwin.spark.operator import END_OF_INPUT, BucketState, OperatorConfig, SegmentedBucket, records, records_frame
+from sqlwin.spark.operator import (END_OF_INPUT, BucketState, OperatorConfig, SegmentedBucket, records, records_frame,
+                                   unpack_rows)
 
 
 class WindowProcessor(StatefulProcessor):
-    """One bucket of keys: restore its runtimes, apply the batch (or the timer), save them."""
+    """One bucket of keys: restore its runtimes, apply the batch (or the timer), save them.
+
+    Its input: packed rows (operator.pack_rows) and control rows; `columns` names them (Spark
+    may hand them over as _0, _1, ...), `row_columns` the packed rows' own columns.
+    """
 
     def __init__(self, config: OperatorConfig, integral: tuple[bool, ...], clock: str, tick_ms: int,
-                 columns: list[str], vectorised: type | None = None):
+                 columns: list[str], row_columns: list[str], vectorised: type | None = None):
         self.config, self.integral, self.clock, self.tick_ms = config, integral, clock, tick_ms
-        self.columns = columns
+        self.columns, self.row_columns = columns, row_columns
         self.vectorised = vectorised
 
     def init(self, handle) -> None:
@@ -40,11 +46,11 @@ class WindowProcessor(StatefulProcessor):
 
     def handleInputRows(self, key, rows, timerValues) -> t.Iterator[pd.DataFrame]:
         bucket = self._load()
-        frame = pd.concat(list(rows), ignore_index=True)
+        frame = _concat(list(rows))
         if len(frame.columns) == len(self.columns):  # Spark may hand columns over as _0, _1, ...
             frame.columns = self.columns
         control = frame["__control"].notna()
-        data = frame[~control].sort_values("__order", kind="stable")
+        data = unpack_rows(frame[~control], self.row_columns).sort_values("__order", kind="stable")
         out: list[tuple] = []
         now = self._now(timerValues)
         if now is not None and self.config.timers:
@@ -109,6 +115,20 @@ class WindowProcessor(StatefulProcessor):
             times = data["__ptime"].dropna()
             return int(times.max()) if len(times) else (now or 0)
         return now or 0
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The chunks Spark hands over (at most maxRecordsPerBatch rows each) as one frame.
+
+    Column by column with NumPy: pd.concat checks an all-NULL object column (the control column
+    of every data row) value by value, a quarter of the processor's time at 12k rows a bucket.
+    """
+    if len(frames) == 1:
+        return frames[0]
+    if any(isinstance(dtype, pd.api.extensions.ExtensionDtype) for f in frames for dtype in f.dtypes):
+        return pd.concat(frames, ignore_index=True)
+    return pd.DataFrame({i: np.concatenate([f.iloc[:, i].to_numpy() for f in frames])
+                         for i in range(frames[0].shape[1])}).set_axis(frames[0].columns, axis=1)
 
 
 class _SparkStore:

@@ -2,15 +2,18 @@
 
 Plan of a streaming query (see docs/semantics.md, "Streaming and replay"):
 
-    source ──(input_sql)──▶ rows ─┬─ union ── control rows (end of input), one per bucket
-                                  ▼
+    source ──(input_sql)──▶ rows ──mapInArrow(pack_rows)──▶ one Arrow blob per batch and bucket
+                                  ─┬─ union ── control rows (end of input), one per bucket
+                                   ▼
         groupBy(__bucket).transformWithStateInPandas(WindowProcessor)   RocksDB state, timers
-                                  ▼
+                                   ▼
                  records ──foreachBatch──▶ result_sql ─▶ <sink>/batch_id=N/   (overwritten on retry)
-                                         └▶ late_sql  ─▶ <late sink>/batch_id=N/
+                          (one job; an        └▶ late_sql  ─▶ <late sink>/batch_id=N/
+                           Observation counts)
 
-Each bucket's state is one value: the pickled runtimes of its keys. Timers wake every bucket
-when time passes, so idle timeouts and processing-time windows fire without rows:
+A vectorised runtime keeps a bucket's state in segments (sqlwin.runtime.segments): a batch
+reads and writes what its keys touch. The general runtime keeps one value per bucket. Timers
+wake every bucket when time passes, so idle timeouts and processing-time windows fire without rows:
 - with `arrival_time = col`, processing time is read from the rows (the recorded clock tests
   and replays use): Spark's event-time watermark over that column, timers in EventTime mode;
 - otherwise, with a query that needs processing time, the wall clock (ProcessingTime mode).
@@ -33,7 +36,8 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 from sqlwin.errors import SqlwinUsageError
-from sqlwin.spark.operator import END_OF_INPUT, OperatorConfig, vectorisable
+from sqlwin.spark.connect import is_connect
+from sqlwin.spark.operator import END_OF_INPUT, PACKED_SCHEMA, OperatorConfig, pack_rows, vectorisable
 from sqlwin.spark.replay import integral_flags, record_schema
 from sqlwin.spark.processor import WindowProcessor
 from sqlwin.spark.stateful import StatefulQuery, prepare_stateful
@@ -202,11 +206,11 @@ def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], q
         "processing" if config.timers else "none")
     from pyspark.sql import functions as F
 
-    rows = rows.withColumn("__control", F.lit(None).cast("string"))
+    packed = rows.mapInArrow(pack_rows, PACKED_SCHEMA).withColumn("__control", F.lit(None).cast("string"))
     control_dir = Path(checkpoint) / "sqlwin-control"
     control_dir.mkdir(parents=True, exist_ok=True)
     control = spark.readStream.schema("__bucket INT, __control STRING").json(str(control_dir))
-    operator_input = rows.unionByName(control, allowMissingColumns=True)
+    operator_input = packed.unionByName(control, allowMissingColumns=True)
     time_mode = "None"
     if clock == "arrival":
         # Spark's watermark over the arrival times is the recorded clock the timers follow. Spark
@@ -215,13 +219,13 @@ def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], q
         # delayed by the same day: the watermark is exactly the newest arrival time, and no row
         # is dropped unless it arrives a day behind the clock.
         operator_input = operator_input.withColumn(
-            "__ptime_ts", F.timestamp_micros(F.col("__ptime") + F.lit(ARRIVAL_SLACK_US))) \
+            "__ptime_ts", F.timestamp_micros(F.col("__newest") + F.lit(ARRIVAL_SLACK_US))) \
             .withWatermark("__ptime_ts", "1 day")
         time_mode = "EventTime"
     elif clock == "processing":
         time_mode = "ProcessingTime"
     processor = WindowProcessor(config, integral_flags(rows), clock, _tick_ms(config), operator_input.columns,
-                                vectorisable(config, rows.schema))
+                                rows.columns, vectorisable(config, rows.schema))
     output = operator_input.groupBy("__bucket").transformWithStateInPandas(
         processor, schema, "Append", time_mode)
     handle = StreamingWindowQuery(None, sink, late_sink, checkpoint, buckets, stateful, clock)
@@ -237,51 +241,69 @@ def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], q
 def _sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
     """foreachBatch: project one micro-batch of records into the result and late sinks.
 
-    Two Spark jobs per batch when it emits (one more with late rows): one pass that caches the
-    operator's records and collects the progress stats and how many records of each kind there
-    are, then one write per sink that has rows -- no global sort (one output file, sorted within
-    it by emission order) and no count job (the written file's footer says how many rows).
+    One Spark job per batch: the operator's records flow straight into the result file, and an
+    Observation gathers, on the way, each bucket's stats record and how many records of each
+    kind there are (no separate pass, no cache). With a late sink and late or rejected rows, the
+    records are cached and a second job writes those. Over Spark Connect a write reports no
+    observed metrics: there the records are cached and one more job counts them. No global sort
+    (one output file, sorted within it by emission order) and no count job (the written file's
+    footer says how many rows).
     """
 
     def write(records_df: "DataFrame", batch_id: int) -> None:
+        from pyspark.sql import Observation
+
         spark = records_df.sparkSession
-        records_df = records_df.persist()
+        observation = Observation(f"sqlwin_{uuid.uuid4().hex}") if not is_connect(spark) else None
+        if observation is not None:
+            records_df = records_df.observe(observation, *_summary_columns())
+        cached = bool(handle.late_sink) or observation is None  # read twice: computed once
+        if cached:
+            records_df = records_df.persist()
         name = f"__sqlwin_batch_{uuid.uuid4().hex[:12]}"
         try:
-            kinds = _summarise(records_df, handle)
-            _save_progress(handle.checkpoint, handle.bucket_stats)
             records_df.createOrReplaceTempView(name)
             typed = f"({stateful.typed_emissions_sql(name)})"
             result = spark.sql(stateful.result_sql(typed)).drop("__batch")
             handle.result_schema = result.drop("__seq").schema
-            written = _write_batch(result, handle.sink, batch_id, kinds.get("emit", 0), order="__seq")
+            written = _write_batch(result, handle.sink, batch_id, order="__seq", shuffle=not cached)
+            summary = observation.get if observation is not None else \
+                records_df.agg(*_summary_columns()).first().asDict()
+            kinds = _summarise(summary, handle)
+            _save_progress(handle.checkpoint, handle.bucket_stats)
             late = 0
             if handle.late_sink:
                 late_rows = spark.sql(stateful.late_sql(name)).drop("__batch")
                 handle.late_schema = late_rows.schema
                 late = _write_batch(late_rows, handle.late_sink, batch_id,
-                                    kinds.get("late", 0) + kinds.get("rejected", 0))
+                                    records=kinds["late"] + kinds["rejected"])
             handle.batches.append({"batch": batch_id, "results": written, "late": late})
             _save_batch(handle, {"batch": batch_id, "results": written, "late": late,
                                  "result_schema": handle.result_schema.json() if handle.result_schema else None,
                                  "late_schema": handle.late_schema.json() if handle.late_schema else None})
         finally:
             spark.catalog.dropTempView(name)
-            records_df.unpersist()
+            if cached:
+                records_df.unpersist()
 
     return write
 
 
-def _summarise(records_df: "DataFrame", handle: StreamingWindowQuery) -> dict[str, int]:
-    """One pass over the batch's records: keep each bucket's stats record, count the other kinds."""
-    kinds = ("emit", "late", "rejected")
-    summary = records_df.agg(
-        F.collect_list(F.when(F.col("__kind") == "stats", F.col("__stats"))).alias("stats"),
-        *(F.count_if(F.col("__kind") == kind).alias(kind) for kind in kinds)).first()
-    for text in summary["stats"]:
+_KINDS = ("emit", "late", "rejected")
+
+
+def _summary_columns() -> list:
+    """What the sink writer observes of a batch's records: the stats records, a count per kind."""
+    return [F.collect_list(F.when(F.col("__kind") == "stats", F.col("__stats"))).alias("stats"),
+            *(F.count_if(F.col("__kind") == kind).alias(kind) for kind in _KINDS)]
+
+
+def _summarise(summary: dict, handle: StreamingWindowQuery) -> dict[str, int]:
+    """Keep each bucket's stats record; how many records of each other kind the batch had."""
+    for text in summary.get("stats") or []:
         figures = json.loads(text)
         handle.bucket_stats[figures.pop("bucket")] = figures
-    return {kind: summary[kind] for kind in kinds}
+    return {kind: int(summary.get(kind) or 0) for kind in _KINDS}
 
 
 PROGRESS = "sqlwin-progress.json"  # in the checkpoint: each bucket's latest figures
@@ -329,15 +351,18 @@ def _load_batches(checkpoint: str, run_id: str, known: dict) -> list[dict]:
     return [known[name] for name in sorted(known)]
 
 
-def _write_batch(frame: "DataFrame", sink: str, batch_id: int, records: int, order: str | None = None) -> int:
+def _write_batch(frame: "DataFrame", sink: str, batch_id: int, records: int | None = None,
+                 order: str | None = None, shuffle: bool = False) -> int:
     """Write (or replace) `sink/batch_id=N/` as one parquet file; how many rows it holds.
 
-    `records`: how many operator records feed `frame` -- none means nothing to write (and a
-    re-run of the batch that now emits nothing removes what the first run wrote).
+    `records`: how many operator records feed `frame`, when known -- none means nothing to write
+    (and a re-run of the batch that now emits nothing removes what the first run wrote).
+    `shuffle`: `frame` is computed here, not read from a cache: one file through an exchange, so
+    the operator upstream keeps its parallelism (coalesce(1) would run it as one task).
     """
     target = Path(sink) / f"batch_id={batch_id}"
-    if records:
-        one_file = frame.coalesce(1)
+    if records is None or records:
+        one_file = frame.repartition(1) if shuffle else frame.coalesce(1)
         if order:
             one_file = one_file.sortWithinPartitions(order).drop(order)
         one_file.write.mode("overwrite").parquet(str(target))
