@@ -25,8 +25,8 @@ SparkSession:
   that both emitted the same windows (for COUNT_WINDOW: every full count window exactly once).
 - then both streams on to `--state-multiplier` times as many batches (same keys, time moving
   on, `--state-batch-rows` rows each): the state after 1x and after Mx, which should stay
-  flat. For sqlwin: its state values read back with Spark's state data source (one pickled
-  blob per key bucket), `stateOperators[0]` (numRowsTotal, memoryUsedBytes, RocksDB's live SST
+  flat. For sqlwin: its state values read back with Spark's state data source (segments,
+  index parts and directory), `stateOperators[0]` (numRowsTotal, memoryUsedBytes, RocksDB's live SST
   size) and the checkpoint's state directory on disk; the same for native as a reference.
 - the JVM's peak resident memory, and the peak summed RSS of the Python processes (sampled).
 
@@ -183,7 +183,7 @@ class Engine:
         self.progress += fresh
         return fresh
 
-    def state(self, spark, checkpoint: Path, state_var: str | None = None) -> dict:
+    def state(self, spark, checkpoint: Path, state_vars: tuple[str, ...] = ()) -> dict:
         """The last batch's state: operator metrics, the live state read back, the state directory on disk."""
         last = next((p for p in reversed(self.progress) if p["stateOperators"]), None)
         op = last["stateOperators"][0] if last else {}
@@ -193,18 +193,23 @@ class Engine:
             "memory": op.get("memoryUsedBytes") if op else None,
             "sst": custom.get("rocksdbSstFileSize"),
             "disk": directory_bytes(checkpoint / "state"),
-            "values": live_state_bytes(spark, checkpoint, state_var) if state_var else None,
+            "values": live_state_bytes(spark, checkpoint, state_vars) if state_vars else None,
         }
 
 
-def live_state_bytes(spark, checkpoint: Path, state_var: str) -> int | None:
-    """Bytes of sqlwin's state values (one pickled blob per key bucket) as of the last batch,
-    read back with Spark's state data source."""
-    try:
-        return (spark.read.format("statestore").option("stateVarName", state_var).load(str(checkpoint))
-                .selectExpr("coalesce(sum(length(value.blob)), 0) AS b").collect()[0]["b"])
-    except Exception:  # a Spark without the state reader for transformWithState
-        return None
+def live_state_bytes(spark, checkpoint: Path, state_vars: tuple[str, ...]) -> int | None:
+    """Bytes of sqlwin's state values as of the last batch, read back with Spark's state data
+    source: the segments, index parts and directory of the vectorised runtimes, one pickled blob
+    per bucket for the general runtime."""
+    total = 0
+    for name in state_vars:
+        try:
+            frame = spark.read.format("statestore").option("stateVarName", name).load(str(checkpoint))
+            column = "user_map_value" if "user_map_value" in frame.columns else "value"
+            total += frame.selectExpr(f"coalesce(sum(length({column}.blob)), 0) AS b").collect()[0]["b"]
+        except Exception:  # a Spark without the state reader for transformWithState
+            return None
+    return total
 
 
 def start_sqlwin(sw, spark, schema, case: Case, root: Path) -> Engine:
@@ -580,7 +585,8 @@ def throughput(case: Case, ours: Engine, theirs: Engine, args) -> dict:
 
 
 def state_report(spark, root: Path, ours: Engine, theirs: Engine | None, batches: int) -> tuple[dict, dict | None]:
-    mine = ours.state(spark, root / "sqlwin-checkpoint" / "spark", "bucket")
+    mine = ours.state(spark, root / "sqlwin-checkpoint" / "spark",
+                      ("bucket", "directory", "segments", "index"))
     native = theirs.state(spark, root / "native-checkpoint") if theirs else None
     rows = sum(r for r, _, _ in ours.per_input)
     print(f"   state after {batches} batches ({rows:,} rows): sqlwin {state_text(mine)}"
