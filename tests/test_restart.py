@@ -149,3 +149,39 @@ def test_restart_that_reruns_the_last_batch_replaces_its_output(sw, tmp_path, un
     finally:
         feed.handle.stop()
     assert feed.results() == uninterrupted
+
+
+def test_restart_with_another_window_is_refused_before_any_batch_and_the_checkpoint_stays_usable(
+        sw, tmp_path, uninterrupted):
+    """Issue 13 part 4: the checkpoint's query is compared at start. A change the state cannot
+    carry (the window's size) is refused with what changed; a change it can (an output alias) runs,
+    and the stream then ends exactly as if nothing had happened."""
+    from sqlwin.errors import SqlwinUsageError
+
+    feed = Feed(sw, tmp_path).start()
+    try:
+        feed.feed(BATCHES[:STOP_AFTER])
+        feed.handle.stop()
+        batches = sorted(p.name for p in (feed.checkpoint / "spark" / "commits").iterdir())
+        frame = sw.spark.readStream.schema("k STRING, ts BIGINT, v INT").parquet(str(feed.source))
+        for changed, what in [(QUERY.replace("INTERVAL 10 SECONDS", "INTERVAL 20 SECONDS"),
+                               "window: TUMBLE size 10 seconds  ->  TUMBLE size 20 seconds"),
+                              (QUERY.replace("count(*) AS n", "count(*) AS n, sum(v) AS total"),
+                               "aggregates: COUNT(*), COLLECT_LIST(v)  ->  COUNT(*), SUM(v), COLLECT_LIST(v)"),
+                              (QUERY.replace("PARTITION BY k", ""), "partition by: k  ->  (none: one stream)")]:
+            with pytest.raises(SqlwinUsageError) as err:
+                sw.stream(changed, sources={SOURCE: frame}, sink=str(feed.sink), checkpoint=str(feed.checkpoint),
+                          late_sink=str(feed.late))
+            assert "holds the state of another query" in err.value.message
+            assert what in err.value.message, err.value.message
+        assert sorted(p.name for p in (feed.checkpoint / "spark" / "commits").iterdir()) == batches
+        renamed = QUERY.replace("count(*) AS n", "count(*) AS rows_in_window")  # the output only
+        frame = sw.spark.readStream.schema("k STRING, ts BIGINT, v INT") \
+            .option("maxFilesPerTrigger", 1).parquet(str(feed.source))
+        feed.handle = sw.stream(renamed, sources={SOURCE: frame}, sink=str(feed.sink),
+                                checkpoint=str(feed.checkpoint), late_sink=str(feed.late))
+        feed.feed(BATCHES[STOP_AFTER:])
+        feed.finish()
+    finally:
+        feed.handle.stop()
+    assert feed.results() == uninterrupted

@@ -35,13 +35,14 @@ from pathlib import Path
 
 from pyspark.sql import functions as F
 
-from sqlwin.errors import SqlwinUsageError
+from sqlwin.errors import SqlwinError, SqlwinUsageError
 from sqlwin.spark.connect import is_connect
 from sqlwin.spark.operator import END_OF_INPUT, PACKED_SCHEMA, OperatorConfig, pack_rows, vectorisable
 from sqlwin.spark.replay import integral_flags, record_schema
 from sqlwin.spark.processor import WindowProcessor
 from sqlwin.spark.stateful import StatefulQuery, prepare_stateful
 from sqlwin.outputs import claim_sinks
+from sqlwin.sql.plan import describe_emit, describe_time, describe_watermark, describe_windower
 from sqlwin.sql.text import quote_identifier
 
 if t.TYPE_CHECKING:
@@ -197,8 +198,9 @@ def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], q
     plan = plan_of(query_text)
     bucket_ids = _bucket_layout(spark, checkpoint, query_text, buckets)
     buckets = len(bucket_ids)
-    claim.commit()  # the checkpoint's identity in sqlwin.json, a marker naming it in each sink
     stateful = prepare_stateful(plan, "streaming", buckets, bucket_ids)
+    _check_restart(checkpoint, query_text, stateful, plan_of)
+    claim.commit()  # the checkpoint's identity in sqlwin.json, a marker naming it in each sink
     rows = runner.sql(stateful.input_sql(arrival=False), query_text)
     schema = record_schema(stateful, rows)
     config = stateful.config
@@ -416,6 +418,56 @@ def _bucket_layout(spark, checkpoint: str, query_text: str, requested: int | Non
     metadata.parent.mkdir(parents=True, exist_ok=True)
     metadata.write_text(json.dumps(stored, indent=2))
     return ids
+
+
+def state_settings(stateful: StatefulQuery) -> dict[str, str]:
+    """What a stream's state depends on, in the query's own words: a restart may change anything
+    else (the SELECT list, HAVING, aliases, formatting, the sinks, the trigger), none of these."""
+    plan, rel = stateful.plan, stateful.relation
+    return {
+        "window": describe_windower(rel.windower, rel.time),
+        "time column": describe_time(rel.time),
+        "partition by": ", ".join(rel.partition_by) or "(none: one stream)",
+        "group keys": ", ".join(stateful.key_sql) or "(none)",
+        "watermark": describe_watermark(stateful.config.watermark),
+        "emit": describe_emit(plan.emit),
+        "aggregates": ", ".join(stateful.aggregate_sql) or "(none)",
+        "late rows": "kept (LATE ROWS INTO)" if stateful.config.output_late else "counted only",
+    }
+
+
+def _check_restart(checkpoint: str, query_text: str, stateful: StatefulQuery,
+                   plan_of: t.Callable[[str], QueryPlan]) -> None:
+    """Refuse, before any batch runs, a query whose state would not fit the checkpoint's.
+
+    The checkpoint's query (sqlwin.json) is planned again over today's sources and its state
+    settings compared with the new query's; a change the state can carry is recorded as the
+    checkpoint's query from now on.
+    """
+    metadata = Path(checkpoint) / METADATA
+    stored = json.loads(metadata.read_text()) if metadata.exists() else {}
+    before = stored.get("query")
+    if not before or before == query_text:
+        return
+    now = state_settings(stateful)
+    try:
+        then = state_settings(prepare_stateful(plan_of(before), "streaming", stateful.bucket_count,
+                                               stateful.bucket_ids))
+    except SqlwinError as err:
+        raise SqlwinUsageError(
+            f"The checkpoint at {checkpoint} holds the state of another query, which no longer plans over "
+            f"these sources ({err.message}):\n  {before}",
+            hint="the checkpoint's own query and sources, or a fresh checkpoint") from None
+    changed = [f"  {name}: {then[name]}  ->  {now[name]}" for name in now if then.get(name) != now[name]]
+    if changed:
+        raise SqlwinUsageError(
+            f"The checkpoint at {checkpoint} holds the state of another query; what changed:\n"
+            + "\n".join(changed),
+            hint="the checkpoint's query (its SELECT list, HAVING, aliases and layout may change; the window, "
+                 "time column, PARTITION BY and GROUP BY keys, watermark, EMIT, aggregates and LATE ROWS INTO may not), "
+                 "or a fresh checkpoint")
+    stored["query"] = query_text
+    metadata.write_text(json.dumps(stored, indent=2))
 
 
 def _partition_aligned_ids(spark, partitions: int, count: int) -> tuple[int, ...]:
