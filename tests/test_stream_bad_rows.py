@@ -1,0 +1,60 @@
+"""Rows a stream must carry without stopping (issue 13 part 2).
+
+Times far from today: pandas' nanosecond timestamps cover only the years 1677-2262, and a stream
+once crashed on a row in year 1000 or 9999, then again on every restart. The operator now reads
+its input as Arrow (microseconds, years 1 to 9999) and carries late rows' timestamps as Python
+objects, so such rows are windowed, emitted and routed like any other.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+QUERY = ("SELECT k, window_start, window_end, count(*) AS n, sum(v) AS s FROM TUMBLE(TABLE far PARTITION BY k "
+         "WATERMARK ts DELAY OF INTERVAL 1 SECOND, DESCRIPTOR(ts), INTERVAL 1 MINUTE) "
+         "GROUP BY k, window_start, window_end LATE ROWS INTO far_late")
+SCHEMA = pa.schema([("k", pa.string()), ("ts", pa.timestamp("us", tz="UTC")), ("v", pa.int64())])
+UTC = dt.timezone.utc
+
+
+def _put(source, index, rows):
+    table = pa.Table.from_pylist([{"k": k, "ts": ts, "v": v} for k, ts, v in rows], schema=SCHEMA)
+    pq.write_table(table, source / f".b{index}.tmp")
+    (source / f".b{index}.tmp").rename(source / f"b{index}.parquet")
+
+
+def test_rows_in_year_1_1000_and_9999_flow_through_a_stream(sw, spark, tmp_path):
+    source = tmp_path / "source"
+    source.mkdir()
+    frame = spark.readStream.schema("k STRING, ts TIMESTAMP, v BIGINT").option("maxFilesPerTrigger", 1) \
+        .parquet(str(source))
+    handle = sw.stream(QUERY, sources={"far": frame}, sink=str(tmp_path / "sink"),
+                       late_sink=str(tmp_path / "late"), checkpoint=str(tmp_path / "checkpoint"))
+    try:
+        _put(source, 0, [("a", dt.datetime(2024, 1, 1, 0, 0, 1, tzinfo=UTC), 1),
+                         ("b", dt.datetime(1000, 1, 1, tzinfo=UTC), 2),
+                         ("c", dt.datetime(9999, 12, 31, 23, 59, tzinfo=UTC), 3)])
+        handle.process_all_available()
+        _put(source, 1, [("a", dt.datetime(2024, 1, 1, 0, 5, tzinfo=UTC), 4),
+                         ("b", dt.datetime(1000, 1, 1, 0, 0, 30, tzinfo=UTC), 5),
+                         ("c", dt.datetime(1, 1, 1, tzinfo=UTC), 6)])  # c's clock is in 9999: late
+        handle.process_all_available()
+        handle.end_input()
+    finally:
+        handle.stop()
+    # Read as strings: a window ending at 10000-01-01 is a Spark timestamp but no Python datetime.
+    results = sorted(tuple(r) for r in spark.read.parquet(str(tmp_path / "sink")).selectExpr(
+        "k", "CAST(window_start AS STRING)", "CAST(window_end AS STRING)", "n", "s").collect())
+    assert results == [
+        ("a", "2024-01-01 00:00:00", "2024-01-01 00:01:00", 1, 1),
+        ("a", "2024-01-01 00:05:00", "2024-01-01 00:06:00", 1, 4),
+        ("b", "1000-01-01 00:00:00", "1000-01-01 00:01:00", 2, 7),
+        ("c", "9999-12-31 23:59:00", "+10000-01-01 00:00:00", 1, 3),
+    ]
+    late = [tuple(r) for r in spark.read.parquet(str(tmp_path / "late")).selectExpr(
+        "k", "CAST(ts AS STRING)", "v", "CAST(window_start AS STRING)", "reason").collect()]
+    assert late == [("c", "0001-01-01 00:00:00", 6, "0001-01-01 00:00:00", "late")]
+    assert handle.status()["late_rows"] == 1
