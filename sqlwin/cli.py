@@ -15,7 +15,8 @@ example runs with no flags: `-- sqlwin:table clicks=data/clicks.csv`. --table wi
 Inputs and outputs by extension: .csv (with a header; timestamps parsed), .json /
 .jsonl (one object per line), .parquet (a file or a directory). Exit status: 0 on
 success, 2 when the query or the command line is wrong (a message, no traceback),
-1 when Spark fails while running a valid query.
+1 when Spark fails while running a valid query. --debug adds the Python traceback and a
+Spark error's JVM stack to the message, for a bug report (docs/errors.md).
 """
 
 from __future__ import annotations
@@ -39,14 +40,49 @@ def main(argv: t.Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.handler(args)
-    except SqlwinError as err:
-        print(f"sqlwin: {err}", file=sys.stderr)
-        return err.exit_code
     except KeyboardInterrupt:
         return 130
-    except Exception as err:  # Spark failed while running: say what, not how deep
-        print(f"sqlwin: {runtime_error(err)}", file=sys.stderr)
-        return 1
+    except Exception as err:
+        return _report(err, args.debug)
+
+
+def _report(err: Exception, debug: bool = False) -> int:
+    """Print an error as one message (with --debug, how it came about too); the exit status."""
+    shown = err if isinstance(err, SqlwinError) else runtime_error(err)  # Spark failed: say what, not how deep
+    print(f"sqlwin: {shown}", file=sys.stderr)
+    if debug:
+        _print_debug(err)
+    return shown.exit_code
+
+
+def _print_debug(err: BaseException) -> None:
+    """--debug, for a bug report: after the message, the whole chain of exceptions behind it with their
+    Python tracebacks (those sqlwin put in its own words too) and a Spark error's JVM stack."""
+    import traceback
+
+    chain: list[BaseException] = []
+    while err is not None and all(err is not seen for seen in chain):
+        chain.append(err)
+        err = err.__cause__ or err.__context__
+    shown = ["\nsqlwin --debug: what happened, first cause first"]
+    for number, exc in enumerate(reversed(chain)):
+        if number:
+            shown.append("\nwhich was then raised as:")
+        shown.append("".join(traceback.format_exception(type(exc), exc, exc.__traceback__, chain=False)).rstrip())
+        stack = _jvm_stack(exc)
+        if stack and stack.strip().splitlines()[-1] not in "\n".join(shown):  # py4j's error already held it
+            shown.append(f"JVM stacktrace:\n{stack.rstrip()}")
+    print("\n".join(shown), file=sys.stderr)
+
+
+def _jvm_stack(err: BaseException) -> str | None:
+    """A Spark error's JVM (or Spark Connect server) stack, when PySpark kept one."""
+    getter = getattr(err, "getStackTrace", None)  # Spark Connect: the server's, if it sent it
+    try:
+        stack = getter() if callable(getter) else getattr(err, "_stackTrace", None)  # classic PySpark
+    except Exception:  # noqa: BLE001 - the debug output must not fail on an odd exception
+        stack = None
+    return stack if isinstance(stack, str) and stack.strip() else None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -97,6 +133,9 @@ def _parser() -> argparse.ArgumentParser:
     sql.add_argument("-S", "--silent", action="store_true", help="no 'Time taken' lines")
     _add_session_arguments(sql)
     sql.set_defaults(handler=_sql)
+    for command in (run, stream, explain, sql):
+        command.add_argument("--debug", action="store_true",
+                             help="on an error, also print the Python traceback and Spark's JVM stack (for a bug report)")
     return parser
 
 
