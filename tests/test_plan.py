@@ -176,3 +176,14 @@ def test_ordered_collects_over_a_finished_table_sort_by_their_keys_then_time():
     assert "named_struct('__k0', `ts`, '__v', v)" in sql  # plain collect_list: event-time order
     assert "named_struct('__k0', pos, '__k1', `ts`, '__v', v)" in sql
     assert "named_struct('__k0', name, '__k1', pos, '__k2', `ts`, '__v', v)" in sql
+
+
+def test_late_rows_into_the_table_the_window_reads_is_refused():
+    """LATE ROWS INTO t replaced the view t reads (after the query, spark.table('t') was empty)."""
+    query = ("SELECT k, window_start, count(*) FROM TUMBLE(TABLE t PARTITION BY k, DESCRIPTOR(ts), INTERVAL 1 MINUTE) "
+             "GROUP BY k, window_start, window_end LATE ROWS INTO T")
+    with pytest.raises(SqlwinValidationError) as err:
+        plan(query)
+    assert "would replace the table TUMBLE reads" in err.value.message
+    assert err.value.position.column == query.index("LATE ROWS") + 1
+    assert plan(query.replace("INTO T", "INTO late_t")).late_into == "late_t"

@@ -48,7 +48,7 @@ from sqlwin.ir import (  # noqa: F401 (the IR's types, re-exported: sqlwin.sql.p
     WatermarkSpec,
     Windower,
 )
-from sqlwin.sql.text import quote_identifier
+from sqlwin.sql.text import identifier_name, quote_identifier
 
 MICROS = {
     "MICROSECOND": 1,
@@ -246,6 +246,14 @@ def _finish(sql: str, ast: exp.Expr, windows: list[WindowRelation]) -> QueryPlan
             raise SqlwinValidationError(
                 "EMIT and LATE ROWS INTO belong to the outermost query", _node_position(node.args.get("emit") or node),
                 "the EMIT clause at the end of the top-level SELECT")
+    if late_into is not None:
+        name = (identifier_name(late_into) or late_into).lower()
+        for window in windows:
+            if (identifier_name(window.source) or "").lower() == name:
+                raise SqlwinValidationError(
+                    f"LATE ROWS INTO {late_into} would replace the table {window.function} reads",
+                    _node_position(late), f"another name, e.g. LATE ROWS INTO late_{identifier_name(window.source)}",
+                    query=sql)
     return QueryPlan(sql, ast, windows, emit, late_into, _aggregation(ast, windows), emit_position)
 
 
