@@ -77,7 +77,7 @@ class Sqlwin:
             return run_replay(self.runner, plan).result
         lowered = lower_complete(plan)
         result = self.runner.sql(lowered.sql, query)
-        if lowered.late_sql:  # every row of a finished table is on time: an empty late-rows table
+        if lowered.late_sql:  # no row of a finished table is late: the rows with a NULL key or time
             self.runner.sql(lowered.late_sql, query).createOrReplaceTempView(plan.late_into)
         return result
 
@@ -113,6 +113,13 @@ class Sqlwin:
             return Explanation(plan, "replay (the window runtime over the recorded arrival order)",
                                explain_replay(self.runner, plan))
         return Explanation(plan, complete_mode(plan), lower_complete(plan))
+
+    def timeline(self, query: str, keys: t.Sequence | None = None, max_keys: int = 8, label: str | None = None):
+        """A picture of the query's windows, a lane per key: rows, watermark, late rows, firings
+        (a matplotlib Figure; Jupyter shows it). Needs the `timeline` extra; see docs/timeline.md."""
+        from sqlwin.timeline import timeline_figure
+
+        return timeline_figure(self, query, keys=keys, max_keys=max_keys, label=label)
 
 
 COMPLETE, REPLAY, STREAMING = "complete input", "replay", "streaming"

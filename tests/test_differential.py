@@ -194,11 +194,12 @@ class Config:
         return f"{self._select()} FROM {self.function}({source}, {self._arguments()})\n" \
                f"GROUP BY k, window_start, window_end\n{emit}{late}"
 
-    def complete_query(self, table: str) -> str:
+    def complete_query(self, table: str, late_into: str | None = None) -> str:
         """The same windows over a finished table: native Spark, EMIT FINAL."""
         order = " ORDER BY arrival" if self.is_count else ""
+        late = f"\nLATE ROWS INTO {late_into}" if late_into else ""
         return f"{self._select()} FROM {self.function}(TABLE {table} PARTITION BY k{order}, {self._arguments()})\n" \
-               f"GROUP BY k, window_start, window_end"
+               f"GROUP BY k, window_start, window_end{late}"
 
     def _select(self) -> str:
         index = ", window_index" if self.is_count else ""
@@ -288,7 +289,9 @@ def drive(config: Config, table: list[tuple], outcome: Outcome, restore_after: i
     on from a snapshot taken after that batch, in a new runtime (a restart)."""
     runtime = WindowRuntime(config.windower, config.watermark(), config.emit(), config.aggregates)
     for batch in sorted({r[5] for r in table}):
-        rows = [((None if k is None else (k,)), (None if ts is None or not config.descriptor else ts * 1000),
+        # An untimed count window's bounds are its rows' arrival positions (the replay's order column).
+        rows = [((None if k is None else (k,)),
+                 (arrival * 1000 if not config.descriptor else None if ts is None else ts * 1000),
                  (v, arrival, ts, b, s))
                 for s, k, ts, v, arrival, b in table if b == batch]
         _collect(config, outcome, runtime.process_batch(rows, batch), batch)
@@ -503,15 +506,23 @@ def test_runtime_replay_stream_and_complete_input_agree(sw, spark, tmp_path, fun
     problems = compare_engines(config, streams, expected,
                                run_replay_outcome(sw, config, name, f"{name}_late"), "replay")
 
-    # Complete input over the rows the runtime kept (all of them where nothing was late).
-    dropped = {r[3] for rows in expected.late.values() for r in rows}
+    # Complete input over the rows the runtime did not call late (all of them where nothing was
+    # late). Rows with a NULL key or a NULL time stay in: complete input must reject them itself,
+    # exactly as the runtime did, and list them in its LATE ROWS INTO table (one rule, every mode).
+    dropped = {r[3] for rows in expected.late.values() for r in rows if r[-1] == "late"}
     on_time = spark.createDataFrame([r for r in table_rows if r[4] not in dropped], SCHEMA)
     on_time.createOrReplaceTempView(f"{name}_on_time")
     complete: dict[str, Counter] = {}
-    for row in sw.sql(config.complete_query(f"{name}_on_time")).collect():
+    complete_rows = sw.sql(config.complete_query(f"{name}_on_time", late_into=f"{name}_rejected")).collect()
+    rejected = sorted((r["arrival"], r["reason"]) for r in spark.table(f"{name}_rejected").collect())
+    want_rejected = sorted((r[3], r[-1]) for rows in expected.late.values() for r in rows if r[-1] != "late")
+    if rejected != want_rejected:
+        problems.append(f"complete input rejected other rows than the runtime (arrival, reason): "
+                        f"{rejected} != {want_rejected}")
+    for row in complete_rows:
+        if row["k"] is None:
+            problems.append(f"complete input made a window of NULL-key rows: {row}")
         window = (row["window_start"], row["window_end"], row["window_index"] if config.is_count else None)
-        if not config.descriptor:  # complete input needs ORDER BY arrival, and shows its values as bounds;
-            window = (None, None, window[2])  # the stream's count windows have no time to show
         complete.setdefault(row["k"], Counter())[complete_view((*window, *(row[c] for c in config.value_columns)))] += 1
     eligible = eligible_streams(config, streams, expected)
     problems += compare_complete(config, streams, expected, complete, eligible)

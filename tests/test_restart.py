@@ -185,3 +185,18 @@ def test_restart_with_another_window_is_refused_before_any_batch_and_the_checkpo
     finally:
         feed.handle.stop()
     assert feed.results() == uninterrupted
+
+
+def test_a_refused_query_leaves_a_new_checkpoint_unclaimed(sw, spark, tmp_path):
+    """A query a stream refuses wrote the checkpoint's sqlwin.json anyway, and the corrected query
+    was then refused as 'another query' on the same checkpoint."""
+    from sqlwin.errors import SqlwinError
+
+    frame = spark.readStream.schema("k STRING, ts BIGINT, v INT").parquet(str(tmp_path))
+    refused = "SELECT k, window_start FROM TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL 10 SECONDS)"  # no aggregation
+    with pytest.raises(SqlwinError):
+        sw.stream(refused, sources={"ev": frame}, sink=str(tmp_path / "sink"), checkpoint=str(tmp_path / "ckpt"))
+    assert not (tmp_path / "ckpt" / "sqlwin.json").exists()
+    handle = sw.stream(QUERY.replace(SOURCE, "ev").replace("LATE ROWS INTO late_ev", ""), sources={"ev": frame},
+                       sink=str(tmp_path / "sink"), checkpoint=str(tmp_path / "ckpt"))
+    handle.stop()

@@ -121,7 +121,8 @@ def _lower_complete(plan: QueryPlan) -> LoweredQuery:
         relation = relations[node_id]
         if fast is not None and relation is plan.aggregation.relation:
             continue
-        sql, why = annotate(relation)
+        grouped = plan.aggregation is not None and relation is plan.aggregation.relation
+        sql, why = annotate(relation, plan.aggregation.group_keys if grouped else ())
         strategies.append(f"{relation.function} at {relation.position}: {why}")
         node.replace(RawRelation(this=sql, alias=_alias(relation)))
     if fast is not None:
@@ -132,18 +133,26 @@ def _lower_complete(plan: QueryPlan) -> LoweredQuery:
 
 
 def _late_rows_sql(plan: QueryPlan, lowered: exp.Expr) -> str | None:
-    """LATE ROWS INTO over a finished table: no row is late, so the table is empty, with the columns a
-    replay or a stream gives it (the row's own columns, late_by, window_start, window_end, reason)."""
+    """LATE ROWS INTO over a finished table: no row is late, but rows that join no window are
+    rejected as a replay and a stream reject them -- a NULL key (`null_key`), else a NULL time
+    where the query names a time column (`null_time`) -- with the columns a replay or a stream
+    gives the table (the row's own columns, late_by, window_start, window_end, reason)."""
     if not plan.late_into or not plan.windows:
         return None
-    relation = (plan.aggregation.relation if plan.aggregation else plan.windows[0])
+    grouped = plan.aggregation is not None
+    relation = (plan.aggregation.relation if grouped else plan.windows[0])
     epoch = relation.time is not None and relation.time.kind == "epoch_ms"
     late_by, bound = ("BIGINT", "BIGINT") if epoch else ("INTERVAL DAY TO SECOND", "TIMESTAMP")
     with_ = lowered.args.get("with_") if isinstance(lowered, exp.Query) else None
     prefix = f"{with_.sql(dialect=_LoweringDialect, comments=False)} " if with_ is not None else ""
+    keys = null_keys(relation, plan.aggregation.group_keys if grouped else ())
+    null_key = " OR ".join(f"({k}) IS NULL" for k in keys) or "false"
+    time = relation.time
+    null_time = f"NOT ({_Time(time).present})" if time is not None and time.kind != "processing_time" else "false"
     return (f"{prefix}SELECT {_star_except(relation)}, CAST(NULL AS {late_by}) AS late_by, "
             f"CAST(NULL AS {bound}) AS window_start, CAST(NULL AS {bound}) AS window_end, "
-            f"CAST(NULL AS STRING) AS reason FROM {relation.source} WHERE false")
+            f"CASE WHEN {null_key} THEN 'null_key' ELSE 'null_time' END AS reason "
+            f"FROM {relation.source} WHERE ({null_key}) OR ({null_time})")
 
 
 def _group_count_windows_by_index(plan: QueryPlan, ast: exp.Expr) -> None:
@@ -267,10 +276,14 @@ def _interval(micros: int) -> str:
 # --------------------------------------------------------------------------- annotation
 
 
-def annotate(relation: WindowRelation) -> tuple[str, str]:
-    """Spark SQL for the window function's output: its input's columns plus window_start/end/time."""
+def annotate(relation: WindowRelation, group_keys: t.Sequence[str] = ()) -> tuple[str, str]:
+    """Spark SQL for the window function's output: its input's columns plus window_start/end/time.
+
+    `group_keys`: the GROUP BY keys of the windowed aggregation over it, if any (a row with a
+    NULL key joins no window, see `admitted_source`).
+    """
     windower = relation.windower
-    src = relation.source
+    src = admitted_source(relation, group_keys)
     if isinstance(windower, (Tumble, Hop)):
         return _annotate_fixed(relation, windower, src)
     if isinstance(windower, Cumulate):
@@ -435,6 +448,30 @@ def _annotate_global(relation: WindowRelation, src: str) -> tuple[str, str]:
     bounds = ", ".join(f"CAST(NULL AS {kind}) AS {c}" for c in ("window_start", "window_end", "window_time"))
     return (f"SELECT {_star_except(relation)}, {bounds} FROM {src}{_with_time(relation)}",
             "one window for all rows, closed at end of input")
+
+
+def null_keys(relation: WindowRelation, group_keys: t.Sequence[str] = ()) -> list[str]:
+    """The keys whose NULL rejects a row: the PARTITION BY expressions and the GROUP BY keys that
+    are the input's own columns -- the keys a replay's and a stream's runtime is keyed by."""
+    keys = list(relation.partition_by)
+    columns = {name.lower(): name for name in relation.columns}
+    for key in group_keys:
+        name = (identifier_name(key) or "").lower()
+        if name in columns and name not in WINDOW_COLUMNS:
+            column = quote_identifier(columns[name])
+            if column not in keys and key not in keys:
+                keys.append(column)
+    return keys
+
+
+def admitted_source(relation: WindowRelation, group_keys: t.Sequence[str] = ()) -> str:
+    """The window function's input without the rows whose key is NULL: one rule in every mode
+    (QX-20: such rows join no window; a replay and a stream reject them as `null_key`, and
+    LATE ROWS INTO lists them, here too)."""
+    keys = null_keys(relation, group_keys)
+    if not keys:
+        return relation.source
+    return f"(SELECT * FROM {relation.source} WHERE {' AND '.join(f'({k}) IS NOT NULL' for k in keys)})"
 
 
 def _with_time(relation: WindowRelation) -> str:
@@ -603,7 +640,8 @@ def _rewrite_fixed(ast: exp.Expr, agg: WindowAggregation, strip: t.Callable) -> 
     # GROUP BY keys, window(ts, ...): the plan a Spark user writes by hand (one struct key).
     cols = {"window_start": "__win.start", "window_end": "__win.end",
             "window_time": "__win.end - INTERVAL 1 MICROSECOND"}
-    rewritten = _rewrite_grouped(ast, agg, _spark_window_call(agg.relation), cols, agg.relation.source)
+    rewritten = _rewrite_grouped(ast, agg, _spark_window_call(agg.relation), cols,
+                                 admitted_source(agg.relation, agg.group_keys))
     strip(rewritten)
     return rewritten, "Spark window() as a grouping key (native)"
 
@@ -627,7 +665,8 @@ def _rewrite_session(ast: exp.Expr, agg: WindowAggregation, strip: t.Callable) -
     else:
         cols = {"window_start": "timestamp_micros(__first)", "window_end": f"timestamp_micros(__last + {gap})",
                 "window_time": f"timestamp_micros(__last + {gap} - 1)"}
-    rewritten = _rewrite_grouped(ast, agg, key, cols, relation.source, extra_items=bounds)
+    rewritten = _rewrite_grouped(ast, agg, key, cols, admitted_source(relation, agg.group_keys),
+                                 extra_items=bounds)
     strip(rewritten)
     return rewritten, "Spark session_window() grouping (native merge of sessions)"
 
@@ -635,7 +674,7 @@ def _rewrite_session(ast: exp.Expr, agg: WindowAggregation, strip: t.Callable) -
 def _rewrite_count(ast: exp.Expr, agg: WindowAggregation, strip: t.Callable) -> tuple[exp.Expr, str]:
     relation = agg.relation
     w = relation.windower
-    source = f"({_rows_in_count_windows(relation, w, relation.source)})"
+    source = f"({_rows_in_count_windows(relation, w, admitted_source(relation, agg.group_keys))})"
     bound = _count_bounds(relation)
     rewritten = _rewrite_grouped(
         ast, agg, "__j",

@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass
 
 from sqlwin.spark.operator import RECORD_TYPES, record_columns, replay_partition, vectorisable
-from sqlwin.spark.stateful import RESULT_ORDER, StatefulQuery, prepare_stateful
+from sqlwin.spark.stateful import check_input_types, RESULT_ORDER, StatefulQuery, prepare_stateful
 from sqlwin.sql.plan import QueryPlan
 
 if t.TYPE_CHECKING:
@@ -40,6 +40,7 @@ def is_replay(plan: QueryPlan) -> bool:
 def run_replay(runner: "SparkRunner", plan: QueryPlan) -> ReplayResult:
     query = prepare_stateful(plan, "replay", runner.shuffle_partitions)
     rows = runner.sql(query.input_sql(arrival=True), plan.sql)
+    check_input_types(query, rows.schema)
     schema = record_schema(query, rows)
     config = query.config
     batch_times = None

@@ -68,7 +68,8 @@ class StatefulQuery:
         rel, options = self.relation, self.relation.options
         columns = [f"{self._bucket_sql()} AS __bucket"]
         columns += [f"{sql} AS __k{i}" for i, sql in enumerate(self.key_sql)]
-        columns.append(f"{_time_micros(rel)} AS __time")
+        bound = _count_bound_column(rel)
+        columns.append(f"{_ordinal_of(bound, rel.columns) if bound else _time_micros(rel)} AS __time")
         columns += [f"{sql} AS __a{i}" for i, sql in enumerate(self.argument_sql)]
         columns += [f"{quote_identifier(name)} AS __r{i}" for i, name in enumerate(self.row_columns)]
         ptime = options.get("arrival_time")
@@ -122,6 +123,12 @@ class StatefulQuery:
 
     def _window_columns(self) -> list[str]:
         windower = self.relation.windower
+        bound = _count_bound_column(self.relation)
+        if bound:  # an untimed count window shows its first and last rows' ORDER BY values
+            kind = self.relation.columns.get(bound, "bigint")
+            start, end = (f"timestamp_micros({c})" if kind.startswith("timestamp") else f"CAST({c} AS {kind})"
+                          for c in ("__wstart", "__wend"))
+            return [f"{start} AS window_start", f"{end} AS window_end", f"{end} AS window_time"]
         start, end = self._to_time("__wstart"), self._to_time("__wend")
         if isinstance(windower, (Slide, CountWindow, GlobalWindow)):
             last = end  # both ends inside the window
@@ -400,6 +407,48 @@ def _micros_of(column: str, columns: dict[str, str]) -> str:
     if kind.startswith("timestamp"):
         return f"unix_micros({quote_identifier(column)})"
     return f"CAST({quote_identifier(column)} AS BIGINT) * 1000"
+
+
+_NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal")
+_ARRIVAL_TYPES = {"arrival_order": ("tinyint", "smallint", "int", "bigint", "timestamp"),
+                  "arrival_batch": ("tinyint", "smallint", "int", "bigint", "timestamp"),
+                  "arrival_time": ("int", "bigint", "timestamp")}
+
+
+def check_input_types(stateful: StatefulQuery, schema) -> None:
+    """Refuse, before any row runs, input the runtime cannot take: a sum or average of a value that
+    is not a number, an arrival column that is not a number or a TIMESTAMP. (Without this a replay
+    failed inside a Python worker, and a string arrival column as a NumberFormatException.)"""
+    rel, plan = stateful.relation, stateful.plan
+    for option, accepted in _ARRIVAL_TYPES.items():
+        column = rel.options.get(option)
+        kind = rel.columns.get(column, "") if column else ""
+        if kind and not kind.startswith(accepted):
+            raise SqlwinValidationError(
+                f"{option} = {column} is {kind.upper()}: it must be a number or a TIMESTAMP", rel.position,
+                f"WITH ({option} = <an integer or TIMESTAMP column>), or CAST({column} AS BIGINT) in a subquery",
+                query=plan.sql)
+    types = {field.name: field.dataType.simpleString() for field in schema.fields}
+    for spec, text in zip(stateful.config.aggregates, stateful.aggregate_sql):
+        if spec.func not in ("sum", "avg") or spec.arg is None:
+            continue
+        kind = types.get(f"__a{spec.arg}", "")
+        if kind and not kind.startswith(_NUMERIC):
+            raise SqlwinValidationError(
+                f"{text} needs a number; its argument is {kind.upper()}", rel.position,
+                f"{spec.func}(CAST({stateful.argument_sql[spec.arg]} AS DOUBLE)), or a numeric column",
+                query=plan.sql)
+
+
+def _count_bound_column(rel: WindowRelation) -> str | None:
+    """An untimed COUNT_WINDOW's order column (ORDER BY, else arrival_order): its values are the
+    window's bounds, as over a finished table (QX-25: windows [0, 3], [1, 4], ... of message
+    positions). None otherwise (a stream counting rows as they come: no bounds to show)."""
+    if not isinstance(rel.windower, CountWindow) or rel.time is not None:
+        return None
+    if rel.order_by:
+        return _single_order_column(rel)
+    return rel.options.get("arrival_order") or None
 
 
 def _in_batch_order(rel: WindowRelation) -> str:

@@ -40,7 +40,7 @@ from sqlwin.spark.connect import is_connect
 from sqlwin.spark.operator import END_OF_INPUT, PACKED_SCHEMA, OperatorConfig, pack_rows, vectorisable
 from sqlwin.spark.replay import integral_flags, record_schema
 from sqlwin.spark.processor import WindowProcessor
-from sqlwin.spark.stateful import StatefulQuery, prepare_stateful
+from sqlwin.spark.stateful import StatefulQuery, check_input_types, prepare_stateful
 from sqlwin.outputs import claim_sinks
 from sqlwin.sql.plan import describe_emit, describe_time, describe_watermark, describe_windower
 from sqlwin.sql.text import quote_identifier
@@ -196,6 +196,9 @@ def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], q
                                    hint="spark.readStream...load(), or a directory of files")
         frame.createOrReplaceTempView(quote_identifier(name))  # the table's own name, whatever it holds
     plan = plan_of(query_text)
+    # A query a stream refuses is refused before anything is written into the checkpoint.
+    probe = prepare_stateful(plan, "streaming", 1)
+    check_input_types(probe, runner.sql(probe.input_sql(arrival=False), query_text).schema)
     bucket_ids = _bucket_layout(spark, checkpoint, query_text, buckets)
     buckets = len(bucket_ids)
     stateful = prepare_stateful(plan, "streaming", buckets, bucket_ids)
