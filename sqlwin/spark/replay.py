@@ -82,6 +82,7 @@ def explain_replay(runner: "SparkRunner", plan: QueryPlan):
     query = prepare_stateful(plan, "replay", runner.shuffle_partitions)
     input_sql = query.input_sql(arrival=True)
     rows = runner.sql(input_sql, plan.sql)  # analysed only: the schema decides the engine path
+    check_input_types(query, rows.schema)
     vectorised = vectorisable(query.config, rows.schema, many_batches=True)
     engine = (f"the vectorised runtime ({vectorised.__name__}): event time, EMIT FINAL, count / sum / min / "
               "max / avg" if vectorised else

@@ -434,8 +434,10 @@ def check_input_types(stateful: StatefulQuery, schema) -> None:
             continue
         kind = types.get(f"__a{spec.arg}", "")
         if kind and not kind.startswith(_NUMERIC):
+            node = next((n for n in plan.ast.find_all(exp.AggFunc) if _aggregate_identity(n) == text), None)
             raise SqlwinValidationError(
-                f"{text} needs a number; its argument is {kind.upper()}", rel.position,
+                f"{text} needs a number; its argument is {kind.upper()}",
+                node_position(node) if node is not None else rel.position,
                 f"{spec.func}(CAST({stateful.argument_sql[spec.arg]} AS DOUBLE)), or a numeric column",
                 query=plan.sql)
 
