@@ -77,9 +77,22 @@ class Sqlwin:
             return run_replay(self.runner, plan).result
         lowered = lower_complete(plan)
         result = self.runner.sql(lowered.sql, query)
-        if lowered.late_sql:  # no row of a finished table is late: the rows with a NULL key or time
-            self.runner.sql(lowered.late_sql, query).createOrReplaceTempView(plan.late_into)
+        if plan.late_into and lowered.rejected_sql:  # no row of a finished table is late: those no window takes
+            self.runner.sql(lowered.rejected_sql, query).createOrReplaceTempView(plan.late_into)
         return result
+
+    def rejected(self, query: str) -> "DataFrame | None":
+        """The input rows a query over finished tables leaves out of every window -- a NULL key or a
+        NULL time -- with `reason` (as LATE ROWS INTO lists them); None for a replay or a query
+        without a window function (a replay's rejected rows are in its LATE ROWS INTO table)."""
+        try:
+            plan = self.plan(query)
+        except SqlwinSyntaxError:
+            return None
+        if plan.plain_spark or choose_mode(plan) != COMPLETE:
+            return None
+        lowered = lower_complete(plan)
+        return self.runner.sql(lowered.rejected_sql, query) if lowered.rejected_sql else None
 
     def stream(self, query: str, sources: dict[str, t.Any], sink: str, checkpoint: str,
                late_sink: str | None = None, source_format: str = "parquet",

@@ -1,6 +1,6 @@
 """The `sqlwin` command.
 
-    sqlwin run QUERY.sql --table NAME=PATH [--table ...] [--out PATH [--overwrite]] [--limit N]
+    sqlwin run QUERY.sql --table NAME=PATH [--table ...] [--out PATH [--overwrite]] [--rejected PATH] [--limit N]
     sqlwin explain QUERY.sql --table NAME=PATH [--table ...]
     sqlwin stream QUERY.sql --source NAME=DIR [--format parquet|csv|json] --checkpoint DIR --sink DIR
                   [--late-sink DIR] [--once] [--max-files-per-trigger N]
@@ -95,6 +95,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--overwrite", action="store_true",
                      help="replace --out if it exists (a directory only if it holds a previous result)")
     run.add_argument("--limit", type=int, default=1000, help="rows to print when there is no --out (default 1000)")
+    run.add_argument("--rejected", metavar="PATH",
+                     help="write the input rows no window takes (a NULL key or time; column reason) here")
     _add_session_arguments(run)
     run.set_defaults(handler=_run)
 
@@ -177,6 +179,8 @@ def _run(args: argparse.Namespace) -> int:
     tables = _parse_tables(_declared_tables(query, args.query) + args.table)
     if args.out:  # before Spark starts: refused outputs cost nothing
         check_out(Path(args.out), args.overwrite, tables)
+    if args.rejected:
+        check_out(Path(args.rejected), args.overwrite, tables)
     sw = _attach(args)
     _register_tables(sw.spark, tables)
     result = sw.sql(query)
@@ -186,11 +190,32 @@ def _run(args: argparse.Namespace) -> int:
             print(f"wrote {args.out}", file=sys.stderr)
         else:
             _print_table(result, args.limit)
+        _report_rejected(sw, query, args.rejected)
     except SqlwinError:
         raise
     except Exception as err:
         raise runtime_error(err) from None
     return 0
+
+
+def _report_rejected(sw, query: str, path: str | None) -> None:
+    """What the query left out of every window, and why (a NULL key, a NULL time): counted on
+    standard error, the rows written to --rejected PATH. Nothing is dropped without a word."""
+    rejected = sw.rejected(query)
+    if rejected is None:
+        return
+    counts = {r["reason"]: r["n"] for r in rejected.groupBy("reason").agg({"*": "count"})
+              .withColumnRenamed("count(1)", "n").collect()}
+    total = sum(counts.values())
+    if not total:
+        return
+    words = {"null_key": "a NULL key", "null_time": "a NULL time"}
+    parts = ", ".join(f"{counts[r]} with {words.get(r, r)}" for r in sorted(counts))
+    where = f"written to {path}" if path else "--rejected PATH writes them"
+    print(f"sqlwin: {total} input row{'' if total == 1 else 's'} joined no window ({parts}); {where}",
+          file=sys.stderr)
+    if path:
+        _write(rejected, Path(path))
 
 
 def _stream(args: argparse.Namespace) -> int:

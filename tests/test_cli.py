@@ -59,3 +59,19 @@ def test_explain_names_the_lowering(spark, capsys):
     assert main(["explain", str(EXAMPLES / "session_clicks.sql")]) == 0
     out = capsys.readouterr().out
     assert "session_window" in out and "windower: Session(gap=1800000000)" in out
+
+
+def test_run_counts_the_rows_no_window_takes_and_writes_them_with_rejected(spark, tmp_path, capsys):
+    """Issue 13: `sqlwin run` dropped rows with a NULL time (or key) without a word."""
+    data = tmp_path / "clicks.csv"
+    data.write_text("user_id,ts,amount\nu1,2024-01-01 00:00:10,1\nu1,,2\n,2024-01-01 00:00:20,3\nu2,2024-01-01 00:01:00,4\n")
+    query = tmp_path / "q.sql"
+    query.write_text("SELECT user_id, window_start, count(*) AS n FROM TUMBLE(TABLE clicks PARTITION BY user_id, "
+                     "DESCRIPTOR(ts), INTERVAL 1 MINUTE) GROUP BY user_id, window_start, window_end")
+    rejected = tmp_path / "rejected.csv"
+    assert main(["run", str(query), "--table", f"clicks={data}", "--rejected", str(rejected)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[-1] == "(2 rows)"
+    assert "2 input rows joined no window (1 with a NULL key, 1 with a NULL time)" in captured.err
+    rows = sorted((r["amount"], r["reason"]) for r in csv.DictReader(rejected.open()))
+    assert rows == [("2", "null_time"), ("3", "null_key")]

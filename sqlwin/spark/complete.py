@@ -45,7 +45,7 @@ from sqlwin.sql.text import identifier_name, quote_identifier
 class LoweredQuery:
     sql: str  # the Spark SQL that runs
     strategies: list[str]  # one line per window function: how it was lowered and why
-    late_sql: str | None = None  # LATE ROWS INTO over complete input: the (empty) late-rows table
+    rejected_sql: str | None = None  # the rows no window takes (NULL key or time), as LATE ROWS INTO lists them
 
 
 def complete_mode(plan: QueryPlan) -> str:
@@ -129,15 +129,15 @@ def _lower_complete(plan: QueryPlan) -> LoweredQuery:
         ast, why = fast(ast, plan.aggregation, _strip_modifiers)
         strategies.append(f"{plan.aggregation.relation.function} at {plan.aggregation.relation.position}: {why}")
     _strip_modifiers(ast)
-    return LoweredQuery(ast.sql(dialect=_LoweringDialect, comments=False), strategies, _late_rows_sql(plan, ast))
+    return LoweredQuery(ast.sql(dialect=_LoweringDialect, comments=False), strategies, _rejected_rows_sql(plan, ast))
 
 
-def _late_rows_sql(plan: QueryPlan, lowered: exp.Expr) -> str | None:
-    """LATE ROWS INTO over a finished table: no row is late, but rows that join no window are
-    rejected as a replay and a stream reject them -- a NULL key (`null_key`), else a NULL time
-    where the query names a time column (`null_time`) -- with the columns a replay or a stream
-    gives the table (the row's own columns, late_by, window_start, window_end, reason)."""
-    if not plan.late_into or not plan.windows:
+def _rejected_rows_sql(plan: QueryPlan, lowered: exp.Expr) -> str | None:
+    """The rows of a finished table no window takes, rejected as a replay and a stream reject them
+    -- a NULL key (`null_key`), else a NULL time where the query names a time column (`null_time`)
+    -- with the columns a replay or a stream gives LATE ROWS INTO (the row's own columns, late_by,
+    window_start, window_end, reason). No row of a finished table is late."""
+    if not plan.windows:
         return None
     grouped = plan.aggregation is not None
     relation = (plan.aggregation.relation if grouped else plan.windows[0])
