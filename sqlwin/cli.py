@@ -1,7 +1,7 @@
 """The `sqlwin` command.
 
     sqlwin run QUERY.sql --table NAME=PATH [--table ...] [--out PATH [--overwrite]] [--rejected PATH] [--limit N]
-    sqlwin explain QUERY.sql --table NAME=PATH [--table ...]
+    sqlwin explain QUERY.sql --table NAME=PATH [--table ...] [--timeline PICTURE.png]
     sqlwin stream QUERY.sql --source NAME=DIR [--format parquet|csv|json] --checkpoint DIR --sink DIR
                   [--late-sink DIR] [--once] [--max-files-per-trigger N]
     sqlwin sql [-e "STATEMENTS" | -f FILE.sql] [-S]     (a spark-sql style shell; see sqlwin/shell.py)
@@ -119,6 +119,9 @@ def _parser() -> argparse.ArgumentParser:
 
     explain = commands.add_parser("explain", help="show the plan sqlwin chose for a query, and why")
     _add_query_arguments(explain)
+    explain.add_argument("--timeline", metavar="PICTURE",
+                         help="also draw the windows, rows, watermark, late rows and firings per key (.png, .svg, "
+                              ".pdf; needs pip install 'sqlwin[timeline]', see docs/timeline.md)")
     _add_session_arguments(explain)
     explain.set_defaults(handler=_explain)
 
@@ -270,6 +273,10 @@ def _explain(args: argparse.Namespace) -> int:
     sw = _attach(args)
     _register_tables(sw.spark, tables)
     print(sw.explain(query))
+    if args.timeline:
+        from sqlwin.timeline import write_timeline
+
+        print(f"drew {write_timeline(sw, query, Path(args.timeline))}", file=sys.stderr)
     return 0
 
 

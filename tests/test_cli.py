@@ -75,3 +75,10 @@ def test_run_counts_the_rows_no_window_takes_and_writes_them_with_rejected(spark
     assert "2 input rows joined no window (1 with a NULL key, 1 with a NULL time)" in captured.err
     rows = sorted((r["amount"], r["reason"]) for r in csv.DictReader(rejected.open()))
     assert rows == [("2", "null_time"), ("3", "null_key")]
+
+
+def test_explain_draws_a_timeline(spark, tmp_path, capsys):
+    picture = tmp_path / "timeline.png"
+    assert main(["explain", str(EXAMPLES / "session_clicks.sql"), "--timeline", str(picture)]) == 0
+    assert "mode: complete input" in capsys.readouterr().out
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
