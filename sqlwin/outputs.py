@@ -38,7 +38,7 @@ def refuse_inputs(target: str | os.PathLike, what: str, inputs: t.Mapping[str, s
             raise SqlwinUsageError(
                 f"The {what} {target} {relation} the input {source} (table {name}): "
                 "sqlwin never writes over its input",
-                hint=f"a {what} path outside every input")
+                hint=f"a {what.removesuffix(' path')} path outside every input")
 
 
 def looks_like_spark_output(directory: Path) -> bool:

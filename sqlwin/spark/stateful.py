@@ -198,6 +198,13 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
     timers = bool(processing_time or watermark.strategy == "bytewax" or emit.early_interval
                   or emit.late_interval or (watermark.idle_timeout is not None
                                             and watermark.idle_clock == "processing_time"))
+    if timers and mode == "replay" and not rel.options.get("arrival_time"):
+        # EARLY / LATE EVERY an interval, an idle timeout on the processing clock, the Bytewax clock:
+        # each follows processing time, which a replay only knows from the recorded arrival times.
+        raise SqlwinValidationError(
+            "This query follows processing time, which a replay reads from the recorded arrival times",
+            rel.position, "WITH (arrival_order = offset_col, arrival_time = arrival_ts_col), or EMIT EARLY / "
+            "LATE EVERY n ROWS and idle_clock = 'event_time'", query=plan.sql)
     row_columns = list(rel.columns) if plan.late_into else []
     config = OperatorConfig(
         windower=rel.windower, watermark=watermark, emit=emit, aggregates=tuple(specs),
