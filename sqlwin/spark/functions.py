@@ -329,7 +329,8 @@ class WindowFunction:
     def __init__(self, analyze_result: WindowCall):
         self.call = analyze_result
         self.keyed = self.call.function in KEYED
-        self.partitioned = self.keyed and _called_per_partition()
+        self.partitioner = _partitioner()
+        self.partitioned = self.keyed and self.partitioner is not None
         self.batches: list[pa.RecordBatch] = []
         self.checked = False
 
@@ -339,12 +340,19 @@ class WindowFunction:
 
     def eval(self, *args, **kwargs):
         batch = next(a for a in [*args, *kwargs.values()] if isinstance(a, pa.RecordBatch))
+        if self._null_key():
+            return  # QX-20: a row whose PARTITION BY key is NULL joins no window, as in sqlwin's own SQL
         if not self.keyed:
             yield from self._fixed_or_global(batch)
             return
         if not self.checked:
             self._check_partitioning()
         self.batches.append(batch)
+
+    def _null_key(self) -> bool:
+        """True when this instance's PARTITION BY key has a NULL part (PySpark sets the key before each `eval`)."""
+        key = getattr(self.partitioner, "_last_partition_key", None)
+        return key is not None and any(part is None for part in key)
 
     def terminate(self):
         if not self.batches:
@@ -450,20 +458,22 @@ class WindowFunction:
                 "over all rows")
 
 
-def _called_per_partition() -> bool:
-    """True when PySpark made this instance for one PARTITION BY key of the TABLE argument.
+def _partitioner():
+    """PySpark's ArrowUDTFWithPartition that made this instance for one PARTITION BY key of the
+    TABLE argument, or None when the call does not partition its TABLE argument.
 
-    PySpark wraps the function in its ArrowUDTFWithPartition when the call partitions its TABLE
-    argument, and that wrapper constructs one instance per key; nothing else tells the instance.
+    That wrapper constructs one instance per key and holds the key it calls `eval` for; nothing
+    else tells the instance either fact.
     """
     frame = sys._getframe(1)
     for _ in range(6):
         if frame is None:
-            return False
-        if type(frame.f_locals.get("self")).__name__ == "ArrowUDTFWithPartition":
-            return True
+            return None
+        owner = frame.f_locals.get("self")
+        if type(owner).__name__ == "ArrowUDTFWithPartition":
+            return owner
         frame = frame.f_back
-    return False
+    return None
 
 
 def _rounded_ms(column) -> pa.Array:
