@@ -58,3 +58,59 @@ def test_rows_in_year_1_1000_and_9999_flow_through_a_stream(sw, spark, tmp_path)
         "k", "CAST(ts AS STRING)", "v", "CAST(window_start AS STRING)", "reason").collect()]
     assert late == [("c", "0001-01-01 00:00:00", 6, "0001-01-01 00:00:00", "late")]
     assert handle.status()["late_rows"] == 1
+
+
+CSV_QUERY = ("SELECT k, window_start, window_end, count(*) AS n, sum(v) AS s FROM TUMBLE(TABLE csv_ev PARTITION BY k "
+             "WATERMARK ts DELAY OF INTERVAL 1 SECOND, DESCRIPTOR(ts), INTERVAL 1 MINUTE) "
+             "GROUP BY k, window_start, window_end LATE ROWS INTO csv_late")
+
+
+def _csv(source, index, lines):
+    (source / f".f{index}.tmp").write_text("k,ts,v\n" + "\n".join(lines) + "\n")
+    (source / f".f{index}.tmp").rename(source / f"f{index}.csv")
+
+
+def test_csv_values_that_do_not_convert_are_routed_and_a_restart_keeps_the_first_schema(sw, spark, tmp_path):
+    """Issue 13 part 2. A CSV value that does not convert used to become NULL silently (PERMISSIVE):
+    `v = abc` vanished from the sum, `ts = yesterday` counted as a NULL time. Such a row is now
+    rejected whole, reason `malformed`. And a stream's schema used to be inferred again at every
+    start from every file there, so a file with an unparsable time column made the restart fail
+    ("Time column ts is STRING"); the checkpoint now keeps the first start's schema."""
+    source = tmp_path / "source"
+    source.mkdir()
+    dirs = {"sink": str(tmp_path / "sink"), "late_sink": str(tmp_path / "late"),
+            "checkpoint": str(tmp_path / "checkpoint")}
+
+    def start():
+        return sw.stream(CSV_QUERY, sources={"csv_ev": str(source)}, source_format="csv",
+                         source_options={"maxFilesPerTrigger": "1"}, **dirs)
+
+    _csv(source, 0, ["a,2024-01-01 00:00:01,1", "b,2024-01-01 00:00:02,2"])
+    handle = start()
+    try:
+        _csv(source, 1, ["a,2024-01-01 00:00:03,abc", "b,yesterday,5", "a,2024-01-01 00:00:04,3", ",2024-01-01 00:00:05,4"])
+        handle.process_all_available()
+        status = handle.status()
+    finally:
+        handle.stop()
+    assert status["rejected_rows"] == 3, status  # two malformed, one NULL key
+    # A file whose time column holds no time at all: inferred alone it is STRING.
+    _csv(source, 2, ["a,soon,7", "b,later,8"])
+    _csv(source, 3, ["a,2024-01-01 00:02:00,10"])
+    handle = start()  # used to fail here: the directory's inferred schema had changed
+    try:
+        handle.process_all_available()
+        handle.end_input()
+        status = handle.status()
+    finally:
+        handle.stop()
+    results = sorted(tuple(r) for r in spark.read.parquet(dirs["sink"]).selectExpr(
+        "k", "CAST(window_start AS STRING)", "n", "s").collect())
+    assert results == [("a", "2024-01-01 00:00:00", 2, 4), ("a", "2024-01-01 00:02:00", 1, 10),
+                       ("b", "2024-01-01 00:00:00", 1, 2)]
+    # A row that did not convert keeps the values that did (Spark's PERMISSIVE reading), NULL the rest.
+    late = sorted((r.k or "", -1 if r.v is None else r.v, r.ts is None, r.reason)
+                  for r in spark.read.parquet(dirs["late_sink"]).collect())
+    assert late == [("", 4, False, "null_key"), ("a", -1, False, "malformed"), ("a", 7, True, "malformed"),
+                    ("b", 5, True, "malformed"), ("b", 8, True, "malformed")]
+    assert status["rejected_rows"] == 5, status

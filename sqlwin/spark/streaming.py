@@ -151,7 +151,7 @@ class StreamingWindowQuery:
             "open_windows": self._total("open_windows"),
             "key_watermarks": _watermark_range(self.bucket_stats.values(), self.stateful),
             "late_rows": self._total("late"),
-            "rejected_rows": self._total("rejected"),  # NULL key or NULL time: routed with LATE ROWS INTO
+            "rejected_rows": self._total("rejected"),  # NULL key or time, malformed: routed with LATE ROWS INTO
             "rows": self._total("rows"),
         }
 
@@ -188,9 +188,21 @@ def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], q
     # Refused before anything is written: sinks holding another checkpoint's results, overlaps with inputs.
     claim = claim_sinks(Path(checkpoint) / METADATA, checkpoint, {"sink": sink, "late sink": late_sink},
                         {name: s for name, s in sources.items() if isinstance(s, (str, os.PathLike))})
+    # From here on, absolute paths: Spark's JVM may have another working directory than this
+    # process (a notebook that changed directory, a test); messages above named the user's paths.
+    sink, late_sink, checkpoint = (None if p is None else os.path.abspath(p) for p in (sink, late_sink, checkpoint))
+    schemas = _stored(checkpoint).get("source_schemas") or {}
+    malformed: dict[str, "DataFrame"] = {}  # source name -> its rows with a value that did not convert
+    read_schemas: dict[str, str] = {}
     for name, source in sources.items():
-        frame = source if not isinstance(source, (str, os.PathLike)) else _read_directory(
-            spark, str(source), source_format, source_options or {})
+        if isinstance(source, (str, os.PathLike)):
+            frame, bad, schema = _read_directory(spark, str(source), source_format, source_options or {},
+                                                 schemas.get(name))
+            read_schemas[name] = schema.json()
+            if bad is not None:
+                malformed[name] = bad
+        else:
+            frame = source
         if not frame.isStreaming:
             raise SqlwinUsageError(f"Source {name} is not a streaming DataFrame",
                                    hint="spark.readStream...load(), or a directory of files")
@@ -204,6 +216,7 @@ def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], q
     stateful = prepare_stateful(plan, "streaming", buckets, bucket_ids)
     _check_restart(checkpoint, query_text, stateful, plan_of)
     claim.commit()  # the checkpoint's identity in sqlwin.json, a marker naming it in each sink
+    _remember_source_schemas(checkpoint, read_schemas)
     rows = runner.sql(stateful.input_sql(arrival=False), query_text)
     schema = record_schema(stateful, rows)
     config = stateful.config
@@ -233,6 +246,10 @@ def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], q
                                 rows.columns, vectorisable(config, rows.schema))
     output = operator_input.groupBy("__bucket").transformWithStateInPandas(
         processor, schema, "Append", time_mode)
+    source_name = (_source_table(stateful) or "").lower()
+    malformed = {name.lower(): frame for name, frame in malformed.items()}
+    if source_name in malformed:  # rows that did not convert join the operator's records as rejected rows
+        output = output.unionByName(_malformed_records(malformed[source_name], stateful, schema))
     handle = StreamingWindowQuery(None, sink, late_sink, checkpoint, buckets, stateful, clock)
     handle.bucket_stats = _load_progress(checkpoint)
     writer = output.writeStream.foreachBatch(_sink_writer(stateful, handle)) \
@@ -241,6 +258,43 @@ def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], q
         writer = writer.trigger(**trigger)
     handle.query = writer.start()
     return handle
+
+
+def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None = None):
+    """What `start_stream` runs, for explain: the clock, the buckets, the engine path and why, the
+    Spark SQL around the operator. The tables the query names give the input's schema (a stream's
+    source has the same columns); nothing is started and no checkpoint is written."""
+    from sqlwin.spark.complete import LoweredQuery
+
+    probe = prepare_stateful(plan, "streaming", 1)
+    check_input_types(probe, runner.sql(probe.input_sql(arrival=False), plan.sql).schema)
+    count = buckets or runner.shuffle_partitions
+    stateful = prepare_stateful(plan, "streaming", count)
+    input_sql = stateful.input_sql(arrival=False)
+    rows = runner.sql(input_sql, plan.sql)
+    config = stateful.config
+    vectorised = vectorisable(config, rows.schema)
+    engine = (f"the vectorised runtime ({vectorised.__name__}), its state in segments: a batch reads and "
+              "writes only the keys it touches" if vectorised else
+              "the general window runtime, one state value per bucket (the vectorised one covers event-time "
+              "windows with count / sum / min / max / avg and a clock per key)")
+    if stateful.relation.options.get("arrival_time"):
+        clock = ("processing time read from the rows' arrival_time: Spark's event-time watermark over it "
+                 "drives the timers (EventTime mode)")
+    elif config.timers:
+        clock = "processing time from the wall clock: timers in ProcessingTime mode"
+    else:
+        clock = "no timers: windows close as event time (the watermark) moves with the rows"
+    strategies = [
+        f"streaming: Structured Streaming; each micro-batch's rows packed per bucket (mapInArrow) into {count} "
+        "buckets (the session's shuffle partitions at the first start, kept by the checkpoint)",
+        f"operator: groupBy(bucket).transformWithStateInPandas through {engine}; RocksDB state in the checkpoint",
+        f"clock: {clock}",
+        "sink: foreachBatch writes <sink>/batch_id=N/ (replaced when Spark re-runs a batch: exactly once)"
+        + ("; late and rejected rows to <late sink>/batch_id=N/" if plan.late_into else ""),
+    ]
+    return LoweredQuery(f"{input_sql}\n  -- then, per micro-batch, over the operator's records: "
+                        f"{stateful.result_sql('<records>')}", strategies)
 
 
 def _sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
@@ -274,7 +328,7 @@ def _sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
             written = _write_batch(result, handle.sink, batch_id, order="__seq", shuffle=not cached)
             summary = observation.get if observation is not None else \
                 records_df.agg(*_summary_columns()).first().asDict()
-            kinds = _summarise(summary, handle)
+            kinds = _summarise(summary, handle, batch_id)
             _save_progress(handle.checkpoint, handle.bucket_stats)
             late = 0
             if handle.late_sink:
@@ -300,15 +354,28 @@ _KINDS = ("emit", "late", "rejected")
 def _summary_columns() -> list:
     """What the sink writer observes of a batch's records: the stats records, a count per kind."""
     return [F.collect_list(F.when(F.col("__kind") == "stats", F.col("__stats"))).alias("stats"),
-            *(F.count_if(F.col("__kind") == kind).alias(kind) for kind in _KINDS)]
+            *(F.count_if(F.col("__kind") == kind).alias(kind) for kind in _KINDS),
+            F.count_if(F.col("__reason") == MALFORMED).alias(MALFORMED)]
 
 
-def _summarise(summary: dict, handle: StreamingWindowQuery) -> dict[str, int]:
-    """Keep each bucket's stats record; how many records of each other kind the batch had."""
+def _summarise(summary: dict, handle: StreamingWindowQuery, batch_id: int) -> dict[str, int]:
+    """Keep each bucket's stats record; how many records of each other kind the batch had.
+
+    Rows that did not convert never reach a bucket: the sources' own entry (SOURCES) counts them,
+    once per batch id, so a batch Spark runs again after a failure does not count them twice."""
     for text in summary.get("stats") or []:
         figures = json.loads(text)
         handle.bucket_stats[figures.pop("bucket")] = figures
+    bad = int(summary.get(MALFORMED) or 0)
+    sources = handle.bucket_stats.setdefault(SOURCES, {"rejected": 0, "rows": 0, "last_batch": -1})
+    if bad and batch_id > sources["last_batch"]:
+        sources["rejected"] += bad
+        sources["rows"] += bad
+        sources["last_batch"] = batch_id
     return {kind: int(summary.get(kind) or 0) for kind in _KINDS}
+
+
+SOURCES = -1  # bucket_stats' entry for what the sources rejected before any bucket (malformed rows)
 
 
 PROGRESS = "sqlwin-progress.json"  # in the checkpoint: each bucket's latest figures
@@ -385,10 +452,100 @@ def _parquet_rows(directory: Path) -> int:
     return sum(pq.ParquetFile(part).metadata.num_rows for part in directory.glob("*.parquet"))
 
 
-def _read_directory(spark, path: str, source_format: str, options: dict[str, str]) -> "DataFrame":
-    sample = spark.read.format(source_format).options(**_read_options(source_format, options)).load(path)
-    reader = spark.readStream.format(source_format).schema(sample.schema)
-    return reader.options(**_read_options(source_format, options)).load(path)
+CORRUPT = "_corrupt_record"  # Spark's column for a CSV / JSON line with a value that did not convert
+MALFORMED = "malformed"  # the reason such a row is rejected with
+
+
+def _read_directory(spark, path: str, source_format: str, options: dict[str, str],
+                    stored_schema: str | None = None):
+    """A directory of files as a streaming source: (the stream of good rows, the stream of rows
+    with a value that did not convert or None, the schema).
+
+    The schema is the one the checkpoint stored at the stream's first start (`stored_schema`),
+    else what the files there now give: a file that arrives later with other types cannot change
+    it, so a restart reads the stream as it was read before. CSV and JSON are read PERMISSIVE
+    with Spark's corrupt-record column: a row with a value that does not convert is not windowed
+    with NULLs in it but routed, whole, to the rejected rows (reason `malformed`).
+    """
+    from pyspark.errors import AnalysisException
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    read_options = _read_options(source_format, options)
+    shown, path = path, os.path.abspath(path)  # messages say what the user wrote; Spark gets it absolute
+    if stored_schema is not None:
+        schema = StructType.fromJson(json.loads(stored_schema))
+    else:
+        try:
+            schema = spark.read.format(source_format).options(**read_options).load(path).schema
+        except AnalysisException as err:
+            condition = err.getCondition() or ""
+            if condition == "PATH_NOT_FOUND":
+                raise SqlwinUsageError(f"The source directory {shown} does not exist",
+                                       hint="an existing directory, with a first file of the stream in it") from None
+            if condition == "UNABLE_TO_INFER_SCHEMA":
+                raise SqlwinUsageError(
+                    f"The source directory {shown} has no {source_format} file yet to take the stream's columns from",
+                    hint=f"put a first {source_format} file in it before starting the stream (later files must "
+                         "have its columns); or, from Python, pass sw.stream a streaming DataFrame with its schema"
+                ) from None
+            raise
+    routed = source_format in ("csv", "json") and CORRUPT not in schema.fieldNames() \
+        and not any(k.lower() in ("mode", "columnnameofcorruptrecord") for k in options)
+    if not routed:
+        reader = spark.readStream.format(source_format).schema(schema).options(**read_options)
+        return reader.load(path), None, schema
+    raw = spark.readStream.format(source_format).schema(StructType([*schema.fields, StructField(CORRUPT, StringType())])) \
+        .options(**read_options, mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT).load(path)
+    columns = [F.col(quote_identifier(f.name)) for f in schema.fields]
+    # The good rows' filter names every column: a CSV reader parses (and flags) only the columns a
+    # query reads, and both sides must judge a row by the same columns.
+    good = raw.where(F.col(CORRUPT).isNull() & F.hash(*columns).isNotNull()).select(*columns)
+    bad = raw.where(F.col(CORRUPT).isNotNull())
+    return good, bad, schema
+
+
+def _stored(checkpoint: str) -> dict:
+    try:
+        return json.loads((Path(checkpoint) / METADATA).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _remember_source_schemas(checkpoint: str, schemas: dict[str, str]) -> None:
+    """Keep each directory source's schema in sqlwin.json at the first start (see _read_directory)."""
+    stored = _stored(checkpoint)
+    known = stored.setdefault("source_schemas", {})
+    if all(name in known for name in schemas):
+        return
+    for name, schema in schemas.items():
+        known.setdefault(name, schema)
+    (Path(checkpoint) / METADATA).write_text(json.dumps(stored, indent=2))
+
+
+def _source_table(stateful: StatefulQuery) -> str | None:
+    """The table the window function reads, when it is a table (not a subquery or a CTE)."""
+    from sqlwin.sql.text import identifier_name
+
+    return identifier_name(stateful.relation.source)
+
+
+def _malformed_records(bad: "DataFrame", stateful: StatefulQuery, schema) -> "DataFrame":
+    """The rows that did not convert as the operator's records of rejected rows: with LATE ROWS
+    INTO, the row's columns as Spark could read them (NULL where a value did not convert)."""
+    available = {name.lower(): name for name in bad.columns}
+    columns = []
+    row_columns = {f"__r{i}": name for i, name in enumerate(stateful.row_columns)}
+    for column in schema.fields:
+        if column.name == "__kind":
+            value = F.lit("rejected")
+        elif column.name == "__reason":
+            value = F.lit(MALFORMED)
+        elif column.name in row_columns and row_columns[column.name].lower() in available:
+            value = F.col(quote_identifier(available[row_columns[column.name].lower()]))
+        else:
+            value = F.lit(None)
+        columns.append(value.cast(column.dataType).alias(column.name))
+    return bad.select(*columns)
 
 
 def _read_options(source_format: str, options: dict[str, str]) -> dict[str, str]:
