@@ -38,11 +38,8 @@ class Explanation:
                                                                  "run by Spark as written)"]
         lines.append("spark sql:")
         lines.append(f"  {self.lowered.sql}")
-        if self.plan.windows:  # the IR itself, for tools and bug reports
-            lines.append("ir (durations in microseconds):")
-            for w in self.plan.windows:
-                lines += [f"  windower: {w.windower}", f"  watermark: {w.watermark}"]
-            lines.append(f"  emit: {self.plan.emit}")
+        # The IR itself (durations in microseconds) is `explanation.plan`, for tools; the text
+        # says everything in the query's own words (describe_plan).
         return "\n".join(lines)
 
 
@@ -115,12 +112,21 @@ class Sqlwin:
                             source_format=source_format, source_options=source_options,
                             trigger=trigger, buckets=buckets)
 
-    def explain(self, query: str) -> Explanation:
+    def explain(self, query: str, stream: bool = False) -> Explanation:
+        """How sqlwin runs `query`: by `sql` (complete input or replay), or with `stream=True` as
+        `stream` would run it (the tables it names stand for the sources: same columns)."""
         try:
             plan = self.plan(query)
         except SqlwinSyntaxError as err:
+            if stream:
+                raise
             run_as_written(self.runner, query, err)  # raises unless Spark reads it
             plan = plain_plan(query)
+        if stream:
+            from sqlwin.spark.streaming import explain_stream
+
+            return Explanation(plan, "streaming (the window runtime in a Structured Streaming query)",
+                               explain_stream(self.runner, plan))
         mode = choose_mode(plan)
         if mode == REPLAY:
             return Explanation(plan, "replay (the window runtime over the recorded arrival order)",

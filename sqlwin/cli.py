@@ -1,7 +1,7 @@
 """The `sqlwin` command.
 
     sqlwin run QUERY.sql --table NAME=PATH [--table ...] [--out PATH [--overwrite]] [--rejected PATH] [--limit N]
-    sqlwin explain QUERY.sql --table NAME=PATH [--table ...] [--timeline PICTURE.png]
+    sqlwin explain QUERY.sql --table NAME=PATH [--table ...] [--stream] [--timeline PICTURE.png]
     sqlwin stream QUERY.sql --source NAME=DIR [--format parquet|csv|json] --checkpoint DIR --sink DIR
                   [--late-sink DIR] [--once] [--max-files-per-trigger N]
     sqlwin sql [-e "STATEMENTS" | -f FILE.sql] [-S]     (a spark-sql style shell; see sqlwin/shell.py)
@@ -22,9 +22,12 @@ Spark error's JVM stack to the message, for a bug report (docs/errors.md).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import shutil
 import sys
 import tempfile
+import threading
 import typing as t
 from pathlib import Path
 
@@ -51,11 +54,11 @@ def _report(err: Exception, debug: bool = False) -> int:
     shown = err if isinstance(err, SqlwinError) else runtime_error(err)  # Spark failed: say what, not how deep
     print(f"sqlwin: {shown}", file=sys.stderr)
     if debug:
-        _print_debug(err)
+        print_debug(err)
     return shown.exit_code
 
 
-def _print_debug(err: BaseException) -> None:
+def print_debug(err: BaseException, file: t.TextIO | None = None) -> None:
     """--debug, for a bug report: after the message, the whole chain of exceptions behind it with their
     Python tracebacks (those sqlwin put in its own words too) and a Spark error's JVM stack."""
     import traceback
@@ -72,7 +75,7 @@ def _print_debug(err: BaseException) -> None:
         stack = _jvm_stack(exc)
         if stack and stack.strip().splitlines()[-1] not in "\n".join(shown):  # py4j's error already held it
             shown.append(f"JVM stacktrace:\n{stack.rstrip()}")
-    print("\n".join(shown), file=sys.stderr)
+    print("\n".join(shown), file=file or sys.stderr)
 
 
 def _jvm_stack(err: BaseException) -> str | None:
@@ -119,6 +122,8 @@ def _parser() -> argparse.ArgumentParser:
 
     explain = commands.add_parser("explain", help="show the plan sqlwin chose for a query, and why")
     _add_query_arguments(explain)
+    explain.add_argument("--stream", action="store_true",
+                         help="explain the query as `sqlwin stream` runs it (each --table stands for its source)")
     explain.add_argument("--timeline", metavar="PICTURE",
                          help="also draw the windows, rows, watermark, late rows and firings per key (.png, .svg, "
                               ".pdf; needs pip install 'sqlwin[timeline]', see docs/timeline.md)")
@@ -226,7 +231,7 @@ def _stream(args: argparse.Namespace) -> int:
     import time
 
     query = _read_query(args.query)
-    sources = _parse_tables(args.source)
+    sources = _parse_tables(args.source, "--source")
     options = {"maxFilesPerTrigger": str(args.max_files_per_trigger)} if args.max_files_per_trigger else {}
     sw = _attach(args)
     handle = sw.stream(query, sources={name: str(path) for name, path in sources.items()}, sink=args.sink,
@@ -263,7 +268,7 @@ def _progress_line(status: dict) -> str:
     return (f"batch {status['batch']}: {status['input_rows']} rows in, {status['rows_per_second']:.0f} rows/s, "
             f"watermark {status['key_watermarks'] or status['watermark'] or '-'}; "
             f"stream so far: {status['keys']} keys, {status['open_windows']} open windows, "
-            f"{status['late_rows']} late rows, {status['rejected_rows']} rows with a NULL key or time; "
+            f"{status['late_rows']} late rows, {status['rejected_rows']} rejected rows (NULL key or time, malformed); "
             f"state {(status['state_bytes'] or 0) / 1e6:.1f} MB; this run: {status['results']} results")
 
 
@@ -272,7 +277,7 @@ def _explain(args: argparse.Namespace) -> int:
     tables = _parse_tables(_declared_tables(query, args.query) + args.table)
     sw = _attach(args)
     _register_tables(sw.spark, tables)
-    print(sw.explain(query))
+    print(sw.explain(query, stream=args.stream))
     if args.timeline:
         from sqlwin.timeline import write_timeline
 
@@ -284,14 +289,75 @@ def _sql(args: argparse.Namespace) -> int:
     from sqlwin.shell import run
 
     options = session_options(args)  # a bad --conf is refused before the script is read or Spark starts
-    return run(lambda: _attach(args, options, app_name="sqlwin-sql"), args.execute, args.file, args.silent)
+    return run(lambda: _attach(args, options, app_name="sqlwin-sql"), args.execute, args.file, args.silent,
+               debug=args.debug)
 
 
 def _attach(args: argparse.Namespace, options: dict[str, t.Any] | None = None, app_name: str = "sqlwin"):
     import sqlwin
 
     options = session_options(args) if options is None else options
-    return sqlwin.attach(sqlwin.session(app_name=app_name, **options))
+    with _jvm_output_to_stderr():
+        spark = sqlwin.session(app_name=app_name, **options)
+    return sqlwin.attach(spark)
+
+
+# What PySpark's planning worker for transformWithStateInPandas prints on every stream start
+# (pyspark/sql/streaming/transform_with_state_driver_worker.py): its own debugging, four
+# paragraphs of it, through the JVM's output; and the JVM's note, at every start, that Spark
+# uses an incubating Java module. Neither is for a user.
+_WORKER_NOISE = ("Starting Streaming TransformWithStateInPandas Python worker",
+                 "Streaming TransformWithStateInPandas Python worker ",
+                 "WARNING: Using incubator modules:")
+
+
+@contextlib.contextmanager
+def _jvm_output_to_stderr():
+    """Start the JVM (if this block starts it) with its stdout and stderr on a pipe that a thread
+    copies to sqlwin's stderr, without the worker noise above: the command's stdout holds only
+    its results, and the user sees Spark's warnings and errors as before."""
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None or SparkContext._gateway is not None:
+        yield  # the JVM runs already (a test calling main, a notebook): its output is not ours
+        return
+    try:
+        saved = {fd: os.dup(fd) for fd in (1, 2)}
+    except OSError:  # no descriptors to redirect (a GUI host)
+        yield
+        return
+    read_end, write_end = os.pipe()
+    threading.Thread(target=_copy_without_noise, args=(read_end, saved[2]), daemon=True,
+                     name="sqlwin-jvm-output").start()  # reading from the start: a full pipe would stall the JVM
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        for fd in (1, 2):
+            os.dup2(write_end, fd)  # inherited by the JVM that starts in this block
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for fd, copy in saved.items():
+            os.dup2(copy, fd)
+            if fd == 1:
+                os.close(copy)
+        os.close(write_end)
+
+
+def _copy_without_noise(read_end: int, out: int) -> None:
+    dropped = False
+    with os.fdopen(read_end, "rb", buffering=0) as pipe:
+        for line in iter(pipe.readline, b""):
+            text = line.decode(errors="replace")
+            if text.startswith(_WORKER_NOISE) or (dropped and not text.strip()):
+                dropped = True
+                continue
+            dropped = False
+            try:
+                os.write(out, line)
+            except OSError:
+                return
 
 
 # --------------------------------------------------------------------------- input
@@ -319,12 +385,13 @@ def _declared_tables(query: str, query_path: str) -> list[str]:
     return specs
 
 
-def _parse_tables(specs: list[str]) -> dict[str, Path]:
+def _parse_tables(specs: list[str], option: str = "--table") -> dict[str, Path]:
     tables: dict[str, Path] = {}
     for spec in specs:
         name, sep, path = spec.partition("=")
         if not sep or not name or not path:
-            raise SqlwinUsageError(f"--table {spec} is not NAME=PATH", hint="--table events=data/events.csv")
+            example = "events=data/events.csv" if option == "--table" else "events=incoming/"
+            raise SqlwinUsageError(f"{option} {spec} is not NAME=PATH", hint=f"{option} {example}")
         if not name.replace("_", "").isalnum():
             raise SqlwinUsageError(f"Table name {name!r} is not a plain identifier", hint="letters, digits and _")
         file = Path(path)

@@ -214,9 +214,10 @@ class Shell:
     """Runs statements against one sqlwin-attached SparkSession, printing as spark-sql does."""
 
     def __init__(self, sw: "Sqlwin", silent: bool = False, out: t.TextIO | None = None,
-                 err: t.TextIO | None = None):
+                 err: t.TextIO | None = None, debug: bool = False):
         self.sw = sw
         self.silent = silent
+        self.debug = debug  # --debug: after each error at the prompt, how it came about
         self.out = out or sys.stdout
         self.err = err or sys.stderr
 
@@ -302,21 +303,21 @@ class Shell:
 
     def _run_typed(self, text: str) -> str | None:
         """Run the statements of what was typed; an error is printed, the rest skipped."""
-        from sqlwin.cli import runtime_error
+        from sqlwin.cli import print_debug, runtime_error
 
         for statement in split_statements(text):
             if statement.text.strip().lower() in EXIT_COMMANDS:
                 return "exit"
             try:
                 self.run_statement(statement, text)
-            except SqlwinError as err:
-                print(f"sqlwin: {err}", file=self.err)
-                return None
             except KeyboardInterrupt:
                 print("sqlwin: interrupted", file=self.err)
                 return None
             except Exception as err:  # noqa: BLE001 - the prompt survives any failure
-                print(f"sqlwin: {runtime_error(err)}", file=self.err)
+                shown = err if isinstance(err, SqlwinError) else runtime_error(err)
+                print(f"sqlwin: {shown}", file=self.err)
+                if self.debug:
+                    print_debug(err, self.err)
                 return None
             finally:
                 self.err.flush()
@@ -368,7 +369,8 @@ def _save_history(readline, history: Path) -> None:
         pass  # an unwritable history file must not stop the shell
 
 
-def run(sw_factory: t.Callable[[], "Sqlwin"], execute: str | None, file: str | None, silent: bool) -> int:
+def run(sw_factory: t.Callable[[], "Sqlwin"], execute: str | None, file: str | None, silent: bool,
+        debug: bool = False) -> int:
     """`sqlwin sql`: -e, -f, a script on standard input, or the interactive prompt in a terminal.
 
     Errors of a script are raised (the command's main() prints them and chooses the exit status);
@@ -389,7 +391,7 @@ def run(sw_factory: t.Callable[[], "Sqlwin"], execute: str | None, file: str | N
                                    hint="a path to a file of statements separated by ;") from None
     elif not sys.stdin.isatty():
         script = sys.stdin.read()
-    shell = Shell(sw_factory(), silent=silent)
+    shell = Shell(sw_factory(), silent=silent, debug=debug)
     if script is not None:
         shell.run_script(script)
         return 0

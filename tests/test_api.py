@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from sqlwin.errors import SqlwinUnsupportedError, SqlwinValidationError
+from sqlwin.errors import SqlwinError, SqlwinUnsupportedError, SqlwinValidationError
 
 
 @pytest.fixture(scope="module")
@@ -49,9 +49,28 @@ def test_unknown_table_is_named_with_its_position(sw):
 
 def test_explain_shows_ir_lowering_and_spark_sql(sw, clicks):
     text = str(sw.explain("SELECT * FROM HOP(TABLE api_clicks, DESCRIPTOR(ts), INTERVAL 90 MINUTES, INTERVAL 1 HOUR)"))
-    assert "Hop(size=3600000000, slide=5400000000, offset=0)" in text
+    assert "HOP slide 90 minutes, size 1 hour" in text or "HOP slide 1 hour 30 minutes, size 1 hour" in text
+    assert "Hop(size=" not in text  # no dataclass repr in microseconds (issue 10: durations as intervals)
     assert "rows in the gaps join no window" in text
     assert "pmod(" in text
+
+
+def test_explain_of_a_stream_says_how_the_stream_runs(sw, clicks):
+    """Issue 10: explain names the mode that runs. `stream=True` (`sqlwin explain --stream`)
+    explains what sw.stream would run; a query a stream refuses is refused the same way."""
+    final = ("SELECT user, window_start, window_end, count(*) AS n FROM TUMBLE(TABLE api_clicks PARTITION BY user "
+             "WATERMARK ts DELAY OF INTERVAL 1 MINUTE, DESCRIPTOR(ts), INTERVAL 10 MINUTES) "
+             "GROUP BY user, window_start, window_end LATE ROWS INTO api_late")
+    text = str(sw.explain(final, stream=True))
+    assert text.startswith("mode: streaming")
+    assert "transformWithStateInPandas" in text and "the vectorised runtime" in text and "late sink" in text
+    assert "watermark: ts - 1 minute" in text or "1 minute" in text
+    changes = final.replace("LATE ROWS INTO api_late", "EMIT CHANGES")
+    assert "the general window runtime" in str(sw.explain(changes, stream=True))
+    assert str(sw.explain(final)).startswith("mode: complete input")  # the same text, run by sw.sql
+    with pytest.raises(SqlwinError) as refused:
+        sw.explain("SELECT * FROM TUMBLE(TABLE api_clicks, DESCRIPTOR(ts), INTERVAL 10 MINUTES)", stream=True)
+    assert "one windowed aggregation" in str(refused.value) or "GROUP BY" in str(refused.value)
 
 
 def test_epoch_ms_results_stay_epoch_ms(sw, spark):

@@ -270,3 +270,19 @@ def test_the_interactive_prompt(tmp_path):
         "SELECT nosuch FROM VALUES (1) AS t(a);",
         "SELECT 'after ' || 'the error';",
     ]
+
+
+def test_debug_at_the_prompt_shows_how_an_error_came_about(spark):
+    """`sqlwin sql --debug`: the prompt prints the message, then the chain behind it (issue 11:
+    the prompt used to ignore --debug); without it, the message alone."""
+    import sqlwin
+    from sqlwin.shell import Shell
+
+    for debug in (False, True):
+        out, err = io.StringIO(), io.StringIO()
+        shell = Shell(sqlwin.attach(spark), out=out, err=err, debug=debug)
+        assert shell._run_typed("SELECT CAST('abc' AS INT) / 0 AS x;\nSELECT 1;") is None
+        text = err.getvalue()
+        assert text.startswith("sqlwin: ") and ("CAST_INVALID_INPUT" in text or "abc" in text), text
+        assert ("sqlwin --debug: what happened" in text) is debug and ("Traceback" in text) is debug, text
+        assert out.getvalue() == ""  # the statement after the failing one did not run
