@@ -11,7 +11,8 @@ from sqlglot.errors import SqlglotError
 
 from sqlwin.sql.dialect import parse_one
 from sqlwin.errors import SqlwinError, SqlwinSyntaxError, SqlwinValidationError
-from sqlwin.spark.complete import LoweredQuery, complete_mode, lower_complete, plain_plan, run_as_written
+from sqlwin.spark.complete import (LoweredQuery, complete_mode, lower_complete, name_select_items, plain_plan,
+                                   run_as_written)
 from sqlwin.spark.replay import explain_replay, is_replay, run_replay
 from sqlwin.spark.connect import check_connect_workers, connect_stream_paths, is_connect
 from sqlwin.spark.runner import SparkRunner, position_of
@@ -55,7 +56,9 @@ class Sqlwin:
     def plan(self, query: str) -> QueryPlan:
         """Parse and validate; the IR every execution mode reads."""
         resolver = _SchemaResolver(self.runner, query)
-        return build_plan(query, resolver, self.spark.conf.get("spark.sql.session.timeZone") or "UTC")
+        plan = build_plan(query, resolver, self.spark.conf.get("spark.sql.session.timeZone") or "UTC")
+        name_select_items(plan, lambda sql: self.runner.sql(sql, query).columns)  # count(*) is count(1), as in Spark
+        return plan
 
     def sql(self, query: str) -> "DataFrame":
         """Run a windowed query over finished tables: a DataFrame.

@@ -358,3 +358,39 @@ def test_explain_names_the_mode_and_writes_durations_as_intervals(sw, few):
     changes = str(sw.explain(replay_query + " EMIT CHANGES"))  # sw.sql runs it, so explain shows it
     assert "mode: replay" in changes and "EMIT CHANGES" in changes
     sw.sql(replay_query + " EMIT CHANGES").collect()
+
+
+REPLAYED = "TUMBLE(TABLE surface_few WITH (arrival_order = off) PARTITION BY k, DESCRIPTOR(ts), INTERVAL 1 HOUR)"
+FINISHED = "TUMBLE(TABLE surface_few PARTITION BY k, DESCRIPTOR(ts), INTERVAL 1 HOUR)"
+
+
+@pytest.mark.parametrize("window", [FINISHED, REPLAYED], ids=["complete", "replay"])
+def test_unaliased_aggregates_are_named_as_spark_names_them(sw, spark, few, window):
+    """count(*) is `count(1)` in Spark; sqlwin named it `COUNT(*)` over a finished table and
+    `__agg0` (an internal name) in a replay (issue 10). Spark is asked for the names."""
+    items = "k, count(*), sum(v), max(ts), count(DISTINCT v), avg(v) + 1"
+    native = spark.sql(f"SELECT {items} FROM surface_few GROUP BY k").columns
+    assert native[1] == "count(1)"
+    got = sw.sql(f"SELECT {items}, window_start FROM {window} GROUP BY k, window_start, window_end").columns
+    assert got[:len(native)] == native and got[len(native)] == "window_start"
+    assert not any(c.startswith("__") for c in got)
+
+
+def test_replay_having_names_a_select_alias(sw, few):
+    """`HAVING n > 1` for `count(*) AS n` failed in a replay ("n cannot be resolved"); Spark allows it."""
+    rows = sw.sql(f"SELECT k, window_start, count(*) AS n FROM {REPLAYED} GROUP BY k, window_start, window_end "
+                  "HAVING n > 1 AND k <> 'z'").collect()
+    assert [(r.k, r.n) for r in rows] == [("a", 2)]
+
+
+def test_replay_non_grouped_column_is_missing_aggregation(sw, few):
+    """Over a finished table Spark says MISSING_AGGREGATION; a replay said "v cannot be resolved. Did you mean k"."""
+    for window in (FINISHED, REPLAYED):
+        text = _message(sw, f"SELECT k, v, window_start, count(*) FROM {window} GROUP BY k, window_start, window_end")
+        assert "MISSING_AGGREGATION" in text and '"v"' in text and "__" not in text, text
+        assert "line 1, column 11" in text or "at 'v'" in text, text
+
+
+def test_an_unknown_column_in_plain_spark_sql_gets_a_plain_hint(sw, few):
+    text = _message(sw, "SELECT kk FROM surface_few")
+    assert "kk" in text and "window" not in text.split("Accepted:")[-1], text

@@ -202,6 +202,47 @@ def _ancestors_until(node: exp.Expr, root: exp.Expr) -> t.Iterator[exp.Expr]:
         yield node
 
 
+def name_select_items(plan: QueryPlan, columns_of: t.Callable[[str], list[str]]) -> None:
+    """Give each unaliased item of the windowed aggregation's SELECT the name Spark itself gives it
+    (`count(*)` is `count(1)`, `sum(v)` is `sum(v)`), in every mode: the lowerings rewrite these
+    items, so without an alias their names would be the rewrite's (`COUNT(*)`, or an internal
+    `__agg0` in a replay or a stream).
+
+    Spark is asked, never imitated: `columns_of` analyses the user's SELECT and GROUP BY over a
+    stand-in of the window function's output -- the input's columns and the window columns, no
+    rows -- and returns the columns (nothing runs). Anything Spark cannot analyse there is left
+    as it is: the query's own run reports it.
+    """
+    agg = plan.aggregation
+    if agg is None or not agg.relation.columns:
+        return
+    items = agg.select.expressions
+    if all(isinstance(e, (exp.Alias, exp.Column, exp.Star)) for e in items):
+        return
+    relation = agg.relation
+    kind = "BIGINT" if relation.time is not None and relation.time.kind == "epoch_ms" else "TIMESTAMP"
+    keep = [quote_identifier(c) for c in relation.columns if c.lower() not in WINDOW_COLUMNS]
+    window = [f"CAST(NULL AS {'BIGINT' if c == 'window_index' else kind}) AS {c}" for c in WINDOW_COLUMNS]
+    stand_in = f"SELECT {', '.join([*keep, *window])} FROM {relation.source} WHERE false"
+    probe = exp.select(*(e.copy() for e in items))
+    probe.set("from_", exp.From(this=RawRelation(this=stand_in, alias=_alias(relation))))
+    if agg.select.args.get("group") is not None:
+        probe.set("group", agg.select.args["group"].copy())
+    for key in ("with_", "with"):  # the window function may read a CTE of the query
+        if key in exp.Select.arg_types and plan.ast.args.get(key) is not None:
+            probe.set(key, plan.ast.args[key].copy())
+    _strip_modifiers(probe)
+    try:
+        names = columns_of(probe.sql(dialect=_LoweringDialect, comments=False))
+    except Exception:  # noqa: BLE001 - the query's own run reports what Spark cannot analyse
+        return
+    if len(names) != len(items):
+        return
+    for item, name in zip(list(items), names):
+        if not isinstance(item, (exp.Alias, exp.Column, exp.Star)):
+            item.replace(exp.alias_(item.copy(), name, quoted=True, copy=False))
+
+
 def _strip_modifiers(ast: exp.Expr) -> None:
     """EMIT / LATE ROWS INTO / WATERMARK have no meaning to Spark over complete input."""
     for select in ast.find_all(exp.Select):

@@ -53,7 +53,9 @@ def position_of(query: str, index: int, text: str) -> Position:
     return Position(line, column, text)
 
 
-_SPARK_NAME = re.compile(r"name `([^`]+)`|`([^`]+)`")
+_SPARK_NAME = re.compile(r"name `([^`]+)`|`([^`]+)`|expression \"([^\"]+)\"")
+# A window function of sqlwin's called in the query (for the hint of an unknown column).
+_WINDOW_CALL = re.compile(r"\b(TUMBLE|HOP|CUMULATE|SESSION|SLIDE|COUNT_WINDOW|GLOBAL_WINDOW)\s*\(", re.IGNORECASE)
 
 
 def spark_error(err: Exception, query: str) -> SqlwinError:
@@ -68,7 +70,7 @@ def spark_error(err: Exception, query: str) -> SqlwinError:
     first = hide_internal_names(first or condition or type(err).__name__)
     position = None
     for match in _SPARK_NAME.finditer(first):
-        name = (match.group(1) or match.group(2)).split(".")[-1]
+        name = (match.group(1) or match.group(2) or match.group(3)).split(".")[-1]
         if name.startswith("__"):
             continue
         found = re.search(rf"\b{re.escape(name)}\b", query)
@@ -77,7 +79,8 @@ def spark_error(err: Exception, query: str) -> SqlwinError:
             break
     hint = None
     if "UNRESOLVED_COLUMN" in first:
-        hint = "a column of the window function's input, or window_start / window_end / window_time"
+        hint = ("a column of the window function's input, or window_start / window_end / window_time"
+                if _WINDOW_CALL.search(query) else "a column of the tables the query reads")
     error = SqlwinValidationError(f"Spark cannot run the query: {first}", position, hint, query=query)
     error.spark_parse = type(err).__name__ == "ParseException"  # Spark could not read the text at all
     return error

@@ -28,6 +28,7 @@ from sqlglot import exp
 from sqlwin.sql.dialect import SqlwinDialect
 from sqlwin.errors import SqlwinUnsupportedError, SqlwinValidationError
 from sqlwin.sql.plan import (
+    WINDOW_COLUMNS,
     CountWindow,
     GlobalWindow,
     QueryPlan,
@@ -106,7 +107,8 @@ class StatefulQuery:
         outputs = [self._rewrite(e.copy()).sql(dialect="spark") for e in select.expressions]
         system = ["__op AS op", "__firing AS firing", "__seq AS emit_seq", "__batch", "__seq"]
         having = select.args.get("having")
-        where = f" WHERE {self._rewrite(having.this.copy()).sql(dialect='spark')}" if having else ""
+        where = (f" WHERE {self._rewrite(_with_aliases_expanded(having.this.copy(), select, self.plan)).sql(dialect='spark')}"
+                 if having else "")
         return f"SELECT {', '.join(outputs + system)} FROM {typed}{where}"
 
     def late_sql(self, records: str) -> str:
@@ -260,12 +262,65 @@ def _require_aggregation(plan: QueryPlan, mode: str) -> WindowAggregation:
                     f"every {mode} result, after the query", node_position(column, column.name),
                     f"{column.name} read from the result (e.g. sw.sql(query).where(\"firing = 'final'\"))",
                     query=plan.sql)
+    _check_grouped_columns(plan, agg)
     if plan.ast.args.get("order") is not None or plan.ast.args.get("limit") is not None:
         raise SqlwinUnsupportedError(
             f"ORDER BY / LIMIT are not part of a {mode} query: results come in emission order",
             node_position(plan.ast.args.get("order") or plan.ast.args.get("limit")),
             "ordering the returned DataFrame (replay) or the sink's table (streaming)", query=plan.sql)
     return agg
+
+
+def _loose_names(agg: WindowAggregation) -> set[str]:
+    """Names a select item or HAVING may use outside an aggregate: the GROUP BY keys that are
+    columns and the window columns."""
+    return {(identifier_name(k) or "").lower() for k in agg.group_keys} | set(WINDOW_COLUMNS)
+
+
+def _check_grouped_columns(plan: QueryPlan, agg: WindowAggregation) -> None:
+    """A column outside every aggregate must be a GROUP BY key (or a window column), as Spark's
+    MISSING_AGGREGATION says over a finished table; the runtime keeps nothing else per window, so
+    unchecked such a column would surface as an unresolvable internal name."""
+    keys = set(agg.group_keys)
+    names = _loose_names(agg)
+    aliases = {e.alias.lower() for e in plan.ast.expressions if isinstance(e, exp.Alias)}
+
+    def visit(node: exp.Expr, allowed: set[str]) -> None:
+        if isinstance(node, (exp.AggFunc, exp.Filter, exp.Lambda, exp.Subquery)) or _is_anonymous_aggregate(node):
+            return
+        if node.sql(dialect="spark") in keys:
+            return
+        if isinstance(node, exp.Column):
+            if node.name.lower() in names | allowed:
+                return
+            raise SqlwinValidationError(
+                f'[MISSING_AGGREGATION] The non-aggregating expression "{node.sql(dialect="spark")}" is based on '
+                "columns which are not participating in the GROUP BY clause", node_position(node, node.name),
+                f"group by it, or aggregate it (first({node.name}), collect_set({node.name}))", query=plan.sql)
+        for child in node.iter_expressions():
+            visit(child, allowed)
+
+    for item in plan.ast.expressions:
+        visit(item, set())
+    having = plan.ast.args.get("having")
+    if having is not None:
+        visit(having.this, aliases)  # HAVING may name the SELECT's aliases, as in Spark
+
+
+def _with_aliases_expanded(condition: exp.Expr, select: exp.Select, plan: QueryPlan) -> exp.Expr:
+    """HAVING with each SELECT alias it names replaced by the aliased expression (`HAVING n > 1`
+    for `count(*) AS n`): the stateful result is one projection over the runtime's records."""
+    agg = plan.aggregation
+    loose = _loose_names(agg) if agg is not None else set(WINDOW_COLUMNS)
+    aliased = {e.alias.lower(): e.this for e in select.expressions if isinstance(e, exp.Alias)}
+
+    def replace(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column) and not node.table and node.name.lower() in aliased \
+                and node.name.lower() not in loose:
+            return aliased[node.name.lower()].copy()
+        return node
+
+    return condition.transform(replace)
 
 
 def _clock_positions(plan: QueryPlan, rel: WindowRelation, keys: list[str]) -> tuple[int, ...] | None:
