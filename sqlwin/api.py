@@ -136,6 +136,15 @@ class Sqlwin:
                                explain_replay(self.runner, plan))
         return Explanation(plan, complete_mode(plan), lower_complete(plan))
 
+    def apply_changelog(self, changes: "DataFrame", keys: t.Sequence[str]) -> "DataFrame":
+        """The table a changelog leaves (a replay's result, or a stream's sink read back): per
+        window, named by `keys` (e.g. ["user_id", "window_start", "window_end"]), its last change
+        by emit_seq unless that change retracts it. RETRACTING and ACCUMULATING results fold to
+        the EMIT FINAL result; see docs/semantics.md, "Applying a changelog"."""
+        from sqlwin.spark.changelog import apply_changelog
+
+        return apply_changelog(changes, keys)
+
     def timeline(self, query: str, keys: t.Sequence | None = None, max_keys: int = 8, label: str | None = None):
         """A picture of the query's windows, a lane per key: rows, watermark, late rows, firings
         (a matplotlib Figure; Jupyter shows it). Needs the `timeline` extra; see docs/timeline.md."""

@@ -109,3 +109,20 @@ class Accumulation:
                 self._write(out, key, start, end, window.fired_values, UPDATE_BEFORE, firing, index)
             self._write(out, key, start, end, values, UPDATE_AFTER, firing, index)
         window.fired, window.fired_values = True, values
+
+
+RETRACTIONS = ("-U", "-D")
+
+
+def apply_changelog(changes: t.Iterable[tuple[t.Hashable, str, t.Any]]) -> dict:
+    """The table a changelog leaves, for a changelog of (row identity, op, values) in emission
+    order: per identity the last change, unless that change retracts the row ('-U' not followed
+    by its '+U', or '-D'). A RETRACTING changelog and an ACCUMULATING one (read as upserts) both
+    fold this way; `sw.apply_changelog` is the same rule in Spark (sqlwin/spark/changelog.py)."""
+    table: dict = {}
+    for identity, op, values in changes:
+        if op in RETRACTIONS:
+            table.pop(identity, None)
+        else:
+            table[identity] = values
+    return table
