@@ -346,3 +346,67 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
       | mode      |
       | replay    |
       | streaming |
+
+  @BX-03
+  Scenario Outline: fold: an empty accumulator, a step per row in timestamp order, sessions merged (<mode>)
+    # fold_window(builder, folder, merger): "Values will be passed in timestamp order"; the
+    # merger "combines two states whenever two windows merge". In SQL, Spark's own higher-order
+    # function over the window's rows: aggregate(collect_list(v), builder, (acc, x) -> folder).
+    # sqlwin's collect_list is in event-time order (arrival order on ties), so the fold runs in
+    # timestamp order; when sessions merge, the fold runs over the merged rows, which is what a
+    # merger consistent with the folder gives (sqlwin keeps a window's rows, not only its
+    # accumulator). For upstream order, collect_list(v ORDER BY arrival) (BX-01). Our data:
+    # gap 30 minutes; c at 00:50 starts a second session, b at 00:25 (arriving last) bridges both.
+    Given the stream "clicks", arriving in this order:
+      | user | page | ts                  |
+      | u    | a    | 2023-12-14 00:00:00 |
+      | u    | c    | 2023-12-14 00:50:00 |
+      | u    | b    | 2023-12-14 00:25:00 |
+      | v    | x    | 2023-12-14 00:10:00 |
+    When I run the query in <mode> mode:
+      """
+      SELECT user, window_start, window_end,
+             aggregate(collect_list(page), '', (path, p) -> concat(path, '/', p)) AS path
+      FROM SESSION(TABLE clicks PARTITION BY user WATERMARK ts DELAY OF INTERVAL 1 HOUR
+                   WITH (arrival_order = arrival),
+                   DESCRIPTOR(ts), INTERVAL 30 MINUTES)
+      GROUP BY user, window_start, window_end
+      """
+    Then the result is:
+      | user | window_start        | window_end          | path   |
+      | u    | 2023-12-14 00:00:00 | 2023-12-14 01:20:00 | /a/b/c |
+      | v    | 2023-12-14 00:10:00 | 2023-12-14 00:40:00 | /x     |
+
+    Examples:
+      | mode      |
+      | replay    |
+      | streaming |
+
+  @BX-04
+  Scenario: reduce: the first value is the accumulator, combined with each next value
+    # reduce_window(reducer): "the first value is the initial accumulator". In SQL: the fold of
+    # the rest of the window's values, starting from its first (timestamp order). Here the reducer
+    # keeps the larger reading and counts how often it rose (a struct accumulator; Spark's
+    # aggregate() takes a last lambda that finishes it). Our data.
+    Given the table "readings":
+      | sensor | value | ts                  |
+      | s1     | 5     | 2023-12-14 00:01:00 |
+      | s1     | 3     | 2023-12-14 00:02:00 |
+      | s1     | 8     | 2023-12-14 00:03:00 |
+      | s1     | 9     | 2023-12-14 00:04:00 |
+      | s2     | 2     | 2023-12-14 00:05:00 |
+    When I run the query:
+      """
+      SELECT sensor, window_start,
+             aggregate(slice(collect_list(value), 2, count(*) - 1),
+                       named_struct('peak', element_at(collect_list(value), 1), 'rises', 0),
+                       (acc, v) -> named_struct('peak', greatest(acc.peak, v),
+                                                'rises', acc.rises + IF(v > acc.peak, 1, 0)),
+                       acc -> format_string('peak %d, rises %d', acc.peak, acc.rises)) AS reduced
+      FROM TUMBLE(TABLE readings PARTITION BY sensor, DESCRIPTOR(ts), INTERVAL 10 MINUTES)
+      GROUP BY sensor, window_start, window_end
+      """
+    Then the result is:
+      | sensor | window_start        | reduced          |
+      | s1     | 2023-12-14 00:00:00 | peak 9, rises 2  |
+      | s2     | 2023-12-14 00:00:00 | peak 2, rises 0  |
