@@ -1,6 +1,15 @@
 @apex
 Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13c6d6895.txt)
-  Global, time and sliding time windows over finished tables.
+  Global, time and sliding time windows over finished tables; keyed and non-keyed state, session
+  windows, triggers and accumulation modes over streams.
+  The document gives no data and no results for these: every table below is ours, the smallest
+  that shows what the document describes. Scenarios on a "stream" list rows in arrival order and
+  run twice, as a replay and as a Structured Streaming query fed one micro-batch per batch.
+  Apex's watermark is one control tuple for the whole operator, keyed or not: a key's rows are
+  windowed separately, but one watermark says which windows are late. The streams here have one
+  key, or no PARTITION BY (one clock for the stream), which is the same thing. The document's
+  fixed watermark is 10 s behind ingestion time (AP-06); here it is 10 s behind the newest event
+  time (DELAY OF INTERVAL 10 SECONDS), which the recorded streams make deterministic.
 
   @AP-02
   Scenario: The global window holds every row and fires at end of input
@@ -81,3 +90,293 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
       | a  | 5       | 2024-01-01 09:52:00 | 2024-01-01 10:00:00 |
       | b  | 5       | 2024-01-01 09:54:00 | 2024-01-01 10:02:00 |
       | c  | 5       | 2024-01-01 10:00:00 | 2024-01-01 10:08:00 |
+
+  @AP-01
+  Scenario: A non-keyed windowed aggregation: one state per window, whatever the key
+    # "State storage, accumulation and triggers behave differently based on whether or not the
+    # operator is keyed ... For non-keyed WindowedOperator, the state is per window." Without a
+    # key in GROUP BY, a's and b's rows of [10:00, 10:10) share one sum.
+    Given the table "readings":
+      | sensor | value | ts                  |
+      | a      | 1     | 2024-01-01 10:01:00 |
+      | b      | 2     | 2024-01-01 10:02:00 |
+      | a      | 4     | 2024-01-01 10:12:00 |
+    When I run the query:
+      """
+      SELECT window_start, window_end, sum(value) AS total
+      FROM TUMBLE(TABLE readings, DESCRIPTOR(ts), INTERVAL 10 MINUTES)
+      GROUP BY window_start, window_end
+      """
+    Then the result is:
+      | window_start        | window_end          | total |
+      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 3     |
+      | 2024-01-01 10:10:00 | 2024-01-01 10:20:00 | 4     |
+
+  @AP-01
+  Scenario: A keyed windowed aggregation: one state per key and window
+    # "For keyed WindowedOperator, the state is per key per window." The same rows, keyed by
+    # sensor: a and b each have their own [10:00, 10:10).
+    Given the table "readings":
+      | sensor | value | ts                  |
+      | a      | 1     | 2024-01-01 10:01:00 |
+      | b      | 2     | 2024-01-01 10:02:00 |
+      | a      | 4     | 2024-01-01 10:12:00 |
+    When I run the query:
+      """
+      SELECT sensor, window_start, window_end, sum(value) AS total
+      FROM TUMBLE(TABLE readings PARTITION BY sensor, DESCRIPTOR(ts), INTERVAL 10 MINUTES)
+      GROUP BY sensor, window_start, window_end
+      """
+    Then the result is:
+      | sensor | window_start        | window_end          | total |
+      | a      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 1     |
+      | b      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 2     |
+      | a      | 2024-01-01 10:10:00 | 2024-01-01 10:20:00 | 4     |
+
+  @AP-01 @AP-08
+  Scenario Outline: A keyed operator fires per key and window: early every 2 rows counts a key's rows (<mode>)
+    # "For the non-keyed WindowedOperator, triggers are fired on a per-window basis. For the keyed
+    # WindowedOperator, triggers are fired on a per-key-per-window basis." A count-based early
+    # trigger (EARLY EVERY 2 ROWS) counts the rows of each key's window: batch 1 brings one row
+    # of a and one of b, so nothing fires (a non-keyed operator would fire [10:00, 10:10) here,
+    # with 2 rows); a's second row fires a's window early in batch 2. One watermark for the
+    # operator (no PARTITION BY: one clock), 10 s behind the newest time: b's row at 10:12 moves
+    # it to 10:11:50, and both keys' [10:00, 10:10) get their on-time firing ("a trigger is fired
+    # for a window when the window is flipped from being early to being late"); a's repeats its
+    # early value, accumulating. b's [10:10, 10:20) closes at the end of input.
+    Given the stream "readings", arriving in this order:
+      | sensor | value | ts                  | batch |
+      | a      | 1     | 2024-01-01 10:01:00 | 1     |
+      | b      | 2     | 2024-01-01 10:02:00 | 1     |
+      | a      | 4     | 2024-01-01 10:03:00 | 2     |
+      | b      | 8     | 2024-01-01 10:12:00 | 2     |
+    When I run the query in <mode> mode:
+      """
+      SELECT sensor, window_start, window_end, sum(value) AS total
+      FROM TUMBLE(TABLE readings WATERMARK ts DELAY OF INTERVAL 10 SECONDS
+                    WITH (arrival_order = arrival, arrival_batch = batch),
+                  DESCRIPTOR(ts), INTERVAL 10 MINUTES)
+      GROUP BY sensor, window_start, window_end
+      EMIT EARLY EVERY 2 ROWS
+      """
+    Then each result is emitted after batch:
+      | sensor | window_start        | window_end          | total | op | firing  | after batch |
+      | a      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 5     | +I | early   | 2           |
+      | a      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 5     | +U | on_time | 2           |
+      | b      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 2     | +I | on_time | 2           |
+      | b      | 2024-01-01 10:10:00 | 2024-01-01 10:20:00 | 8     | +I | final   | end         |
+
+    Examples:
+      | mode      |
+      | replay    |
+      | streaming |
+
+  @AP-05
+  Scenario Outline: Session windows with a 1 h minimum gap: the four cases, with retractions (<mode>)
+    # Upon arrival of a row, its proto-session [t, t + 1 h) is checked against the key's sessions
+    # (a session is [first row, last row + gap)):
+    #   A 10:00: overlaps none: "the proto-session window is in effect": [10:00, 11:00).
+    #   B 10:40: "overlaps with one existing session window": a new, longer session [10:00, 11:40)
+    #     replaces it, and "a retraction trigger for the old window will be fired" ('-D').
+    #   C 10:20: [10:20, 11:20) "can be fit into an existing SessionWindow ... without change":
+    #     the session keeps its bounds, its value changes ('-U' then '+U').
+    #   D 12:00: overlaps none ([10:00, 11:40) ends before it): a new session [12:00, 13:00).
+    #   E 11:30: [11:30, 12:30) "overlaps with two existing session windows": one session
+    #     [10:00, 13:00) with both states plus E; "the two existing SessionWindows will be deleted
+    #     and retraction triggers for the two deleted windows will be fired" (two '-D').
+    # A 1 h delay keeps every session open while this happens; EMIT CHANGES fires after every row.
+    Given the stream "clicks", arriving in this order:
+      | user | id | ts                  |
+      | u    | A  | 2024-01-01 10:00:00 |
+      | u    | B  | 2024-01-01 10:40:00 |
+      | u    | C  | 2024-01-01 10:20:00 |
+      | u    | D  | 2024-01-01 12:00:00 |
+      | u    | E  | 2024-01-01 11:30:00 |
+    When I run the query in <mode> mode:
+      """
+      SELECT user, window_start, window_end, collect_list(id) AS ids
+      FROM SESSION(TABLE clicks PARTITION BY user WATERMARK ts DELAY OF INTERVAL 1 HOUR
+                     WITH (arrival_order = arrival),
+                   DESCRIPTOR(ts), INTERVAL 1 HOUR)
+      GROUP BY user, window_start, window_end
+      EMIT CHANGES RETRACTING
+      """
+    Then each result is emitted after batch:
+      | user | window_start        | window_end          | ids             | op | after batch |
+      | u    | 2024-01-01 10:00:00 | 2024-01-01 11:00:00 | [A]             | +I | 1           |
+      | u    | 2024-01-01 10:00:00 | 2024-01-01 11:00:00 | [A]             | -D | 2           |
+      | u    | 2024-01-01 10:00:00 | 2024-01-01 11:40:00 | [A, B]          | +I | 2           |
+      | u    | 2024-01-01 10:00:00 | 2024-01-01 11:40:00 | [A, B]          | -U | 3           |
+      | u    | 2024-01-01 10:00:00 | 2024-01-01 11:40:00 | [A, C, B]       | +U | 3           |
+      | u    | 2024-01-01 12:00:00 | 2024-01-01 13:00:00 | [D]             | +I | 4           |
+      | u    | 2024-01-01 10:00:00 | 2024-01-01 11:40:00 | [A, C, B]       | -D | 5           |
+      | u    | 2024-01-01 12:00:00 | 2024-01-01 13:00:00 | [D]             | -D | 5           |
+      | u    | 2024-01-01 10:00:00 | 2024-01-01 13:00:00 | [A, C, B, E, D] | +I | 5           |
+
+    Examples:
+      | mode      |
+      | replay    |
+      | streaming |
+
+  @AP-08 @AP-10
+  Scenario Outline: The document's triggers: early every 10 s, on time at the watermark, late every row; accumulating (<mode>)
+    # TriggerOption.AtWatermark().withEarlyFiringsAtEvery(Duration.standardSeconds(10))
+    #   .withLateFiringsAtEvery(1), with 10-minute time windows and "allowed lateness to be one hour".
+    # Time-based triggers: Apex fires them "based on the implicit timestamp from the Apex streaming
+    # windows, not based on the wall clock time ... only at the Apex streaming window boundary",
+    # and processes watermarks only there too. sqlwin does the same at micro-batch boundaries:
+    # EARLY EVERY INTERVAL ticks at multiples of 10 s of the processing (arrival) clock, which a
+    # replay and this stream read from the recorded `proc` (WITH arrival_time = proc); a tick due
+    # by a batch's arrival fires, before the batch's rows are applied, the open windows that got
+    # rows since their last firing (several missed ticks fire once); the watermark moves when a
+    # batch commits. Batch 2 arrives at 12:00:12: the tick at 12:00:10 fires [10:00, 10:10) with
+    # the row of batch 1 (early, 1); then 10:12 moves the watermark to 10:11:50 and the window
+    # flips to late: its on-time firing (3). Batch 3's rows are late but within the hour: each
+    # fires the window again (late every 1 row), the second with a value of 0, unchanged.
+    # [10:10, 10:20) got its row after the tick and closes at the end of input.
+    # ACCUMULATING: "the state of the window is preserved until purged", every firing is the
+    # whole window (the first '+I', later ones '+U').
+    Given the stream "readings", arriving in this order:
+      | sensor | value | ts                  | batch | proc                |
+      | s      | 1     | 2024-01-01 10:01:00 | 1     | 2024-01-01 12:00:01 |
+      | s      | 2     | 2024-01-01 10:02:00 | 2     | 2024-01-01 12:00:12 |
+      | s      | 4     | 2024-01-01 10:12:00 | 2     | 2024-01-01 12:00:12 |
+      | s      | 8     | 2024-01-01 10:05:00 | 3     | 2024-01-01 12:00:15 |
+      | s      | 0     | 2024-01-01 10:06:00 | 3     | 2024-01-01 12:00:15 |
+    When I run the query in <mode> mode:
+      """
+      SELECT sensor, window_start, window_end, sum(value) AS total
+      FROM TUMBLE(TABLE readings PARTITION BY sensor WATERMARK ts DELAY OF INTERVAL 10 SECONDS
+                    WITH (arrival_order = arrival, arrival_batch = batch, arrival_time = proc),
+                  DESCRIPTOR(ts), INTERVAL 10 MINUTES)
+      GROUP BY sensor, window_start, window_end
+      EMIT EARLY EVERY INTERVAL 10 SECONDS ALLOWED LATENESS INTERVAL 1 HOUR LATE EVERY 1 ROW
+           ACCUMULATING
+      """
+    Then each result is emitted after batch:
+      | sensor | window_start        | window_end          | total | op | firing  | after batch |
+      | s      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 1     | +I | early   | 2           |
+      | s      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 3     | +U | on_time | 2           |
+      | s      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 11    | +U | late    | 3           |
+      | s      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 11    | +U | late    | 3           |
+      | s      | 2024-01-01 10:10:00 | 2024-01-01 10:20:00 | 4     | +I | final   | end         |
+
+    Examples:
+      | mode      |
+      | replay    |
+      | streaming |
+
+  @AP-10
+  Scenario Outline: The same triggers discarding: each firing holds only the rows since the last (<mode>)
+    # "DISCARDING: The state of the window is discarded after firing of a trigger": the early
+    # firing holds 1, the on-time firing only the row that came after it (2), each late firing its
+    # own row (8, then 0). Every firing is a new pane ('+I').
+    Given the stream "readings", arriving in this order:
+      | sensor | value | ts                  | batch | proc                |
+      | s      | 1     | 2024-01-01 10:01:00 | 1     | 2024-01-01 12:00:01 |
+      | s      | 2     | 2024-01-01 10:02:00 | 2     | 2024-01-01 12:00:12 |
+      | s      | 4     | 2024-01-01 10:12:00 | 2     | 2024-01-01 12:00:12 |
+      | s      | 8     | 2024-01-01 10:05:00 | 3     | 2024-01-01 12:00:15 |
+      | s      | 0     | 2024-01-01 10:06:00 | 3     | 2024-01-01 12:00:15 |
+    When I run the query in <mode> mode:
+      """
+      SELECT sensor, window_start, window_end, sum(value) AS total
+      FROM TUMBLE(TABLE readings PARTITION BY sensor WATERMARK ts DELAY OF INTERVAL 10 SECONDS
+                    WITH (arrival_order = arrival, arrival_batch = batch, arrival_time = proc),
+                  DESCRIPTOR(ts), INTERVAL 10 MINUTES)
+      GROUP BY sensor, window_start, window_end
+      EMIT EARLY EVERY INTERVAL 10 SECONDS ALLOWED LATENESS INTERVAL 1 HOUR LATE EVERY 1 ROW
+           DISCARDING
+      """
+    Then each result is emitted after batch:
+      | sensor | window_start        | window_end          | total | op | firing  | after batch |
+      | s      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 1     | +I | early   | 2           |
+      | s      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 2     | +I | on_time | 2           |
+      | s      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 8     | +I | late    | 3           |
+      | s      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 0     | +I | late    | 3           |
+      | s      | 2024-01-01 10:10:00 | 2024-01-01 10:20:00 | 4     | +I | final   | end         |
+
+    Examples:
+      | mode      |
+      | replay    |
+      | streaming |
+
+  @AP-10
+  Scenario Outline: ⚠ The same triggers retracting: a changed firing is preceded by the retraction of the previous one (<mode>)
+    # ⚠ The document's list names "ACCUMULATING_AND_DISCARDING", its definitions and code
+    # ACCUMULATING_AND_RETRACTING: encoded RETRACTING. "The state of the window is preserved until
+    # purged, but if the state has changed upon a trigger compared to the previous trigger, an
+    # additional retraction trigger is fired." sqlwin writes the retraction first ('-U' with the
+    # previous values, then '+U'), as a changelog needs; emit_seq gives the order.
+    # ⚠ The second late firing (the row of value 0) does not change the state. By the document's
+    # words that trigger still fires, without a retraction ('+U' 11 a second time); Apex's code
+    # fires a retraction and the firing ('-U' 11, '+U' 11). sqlwin's RETRACTING is a changelog
+    # and says nothing when nothing changed, as Flink's retract streams: a '+U' without its '-U'
+    # would break a retract-stream consumer, and '-U 11, +U 11' is noise. A query that wants
+    # every trigger's firing uses ACCUMULATING (the scenario above: the repeated 11 is there).
+    # Encoded: sqlwin's reading.
+    Given the stream "readings", arriving in this order:
+      | sensor | value | ts                  | batch | proc                |
+      | s      | 1     | 2024-01-01 10:01:00 | 1     | 2024-01-01 12:00:01 |
+      | s      | 2     | 2024-01-01 10:02:00 | 2     | 2024-01-01 12:00:12 |
+      | s      | 4     | 2024-01-01 10:12:00 | 2     | 2024-01-01 12:00:12 |
+      | s      | 8     | 2024-01-01 10:05:00 | 3     | 2024-01-01 12:00:15 |
+      | s      | 0     | 2024-01-01 10:06:00 | 3     | 2024-01-01 12:00:15 |
+    When I run the query in <mode> mode:
+      """
+      SELECT sensor, window_start, window_end, sum(value) AS total
+      FROM TUMBLE(TABLE readings PARTITION BY sensor WATERMARK ts DELAY OF INTERVAL 10 SECONDS
+                    WITH (arrival_order = arrival, arrival_batch = batch, arrival_time = proc),
+                  DESCRIPTOR(ts), INTERVAL 10 MINUTES)
+      GROUP BY sensor, window_start, window_end
+      EMIT EARLY EVERY INTERVAL 10 SECONDS ALLOWED LATENESS INTERVAL 1 HOUR LATE EVERY 1 ROW
+           RETRACTING
+      """
+    Then each result is emitted after batch:
+      | sensor | window_start        | window_end          | total | op | firing  | emit_seq | after batch |
+      | s      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 1     | +I | early   | 1        | 2           |
+      | s      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 1     | -U | on_time | 2        | 2           |
+      | s      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 3     | +U | on_time | 3        | 2           |
+      | s      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 3     | -U | late    | 4        | 3           |
+      | s      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 11    | +U | late    | 5        | 3           |
+      | s      | 2024-01-01 10:10:00 | 2024-01-01 10:20:00 | 4     | +I | final   | 6        | end         |
+
+    Examples:
+      | mode      |
+      | replay    |
+      | streaming |
+
+  @AP-09
+  Scenario Outline: Firing only updated panes: a firing whose value has not changed is not emitted (<mode>)
+    # fireOnlyUpdatedPanes: "not fire a trigger if the trigger value is the same as the value of
+    # the previous trigger" (ONLY UPDATED). The accumulating scenario's input: the second late
+    # row (value 0) fires [10:00, 10:10) with 11 again, which is not emitted here; a firing with
+    # a new value is (the late firing of 11 after the on-time 3).
+    Given the stream "readings", arriving in this order:
+      | sensor | value | ts                  | batch | proc                |
+      | s      | 1     | 2024-01-01 10:01:00 | 1     | 2024-01-01 12:00:01 |
+      | s      | 2     | 2024-01-01 10:02:00 | 2     | 2024-01-01 12:00:12 |
+      | s      | 4     | 2024-01-01 10:12:00 | 2     | 2024-01-01 12:00:12 |
+      | s      | 8     | 2024-01-01 10:05:00 | 3     | 2024-01-01 12:00:15 |
+      | s      | 0     | 2024-01-01 10:06:00 | 3     | 2024-01-01 12:00:15 |
+    When I run the query in <mode> mode:
+      """
+      SELECT sensor, window_start, window_end, sum(value) AS total
+      FROM TUMBLE(TABLE readings PARTITION BY sensor WATERMARK ts DELAY OF INTERVAL 10 SECONDS
+                    WITH (arrival_order = arrival, arrival_batch = batch, arrival_time = proc),
+                  DESCRIPTOR(ts), INTERVAL 10 MINUTES)
+      GROUP BY sensor, window_start, window_end
+      EMIT EARLY EVERY INTERVAL 10 SECONDS ALLOWED LATENESS INTERVAL 1 HOUR LATE EVERY 1 ROW
+           ACCUMULATING ONLY UPDATED
+      """
+    Then each result is emitted after batch:
+      | sensor | window_start        | window_end          | total | op | firing  | after batch |
+      | s      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 1     | +I | early   | 2           |
+      | s      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 3     | +U | on_time | 2           |
+      | s      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 11    | +U | late    | 3           |
+      | s      | 2024-01-01 10:10:00 | 2024-01-01 10:20:00 | 4     | +I | final   | end         |
+
+    Examples:
+      | mode      |
+      | replay    |
+      | streaming |
