@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -480,8 +481,25 @@ def _first_line(err: Exception) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
+# Spark's error classes that only wrap another: a failing stream's own error is inside them.
+_WRAPPERS = ("STREAM_FAILED", "FOREACH_BATCH_USER_FUNCTION_ERROR", "PYTHON_EXCEPTION")
+_ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\] ([^\n]*)")
+
+
 def runtime_error(err: Exception) -> SqlwinRuntimeError:
-    return SqlwinRuntimeError(f"Spark failed while running the query: {_first_line(err)}")
+    """Spark's error in one line: the innermost error class a wrapper carries (a stream's
+    failure holds the batch's error inside STREAM_FAILED and FOREACH_BATCH_USER_FUNCTION_ERROR),
+    without its SQLSTATE; for a file a stream cannot read, what to do."""
+    found = [m for m in _ERROR_CLASS.finditer(str(err)) if m.group(1) not in _WRAPPERS]
+    if not found:
+        return SqlwinRuntimeError(f"Spark failed while running the query: {_first_line(err)}")
+    condition, text = found[0].group(1), re.sub(r"\s*SQLSTATE: \w+\.?$", "", found[0].group(2)).strip()
+    hint = None
+    if condition.startswith("FAILED_READ_FILE"):
+        hint = ("files whose columns fit the stream's (those of its first files); the checkpoint is unchanged: "
+                "restart with --conf spark.sql.files.ignoreCorruptFiles=true and the batch runs again without the "
+                "file Spark cannot read")
+    return SqlwinRuntimeError(f"Spark failed while running the query: [{condition}] {text}", hint=hint)
 
 
 if __name__ == "__main__":

@@ -114,3 +114,33 @@ def test_csv_values_that_do_not_convert_are_routed_and_a_restart_keeps_the_first
     assert late == [("", 4, False, "null_key"), ("a", -1, False, "malformed"), ("a", 7, True, "malformed"),
                     ("b", 5, True, "malformed"), ("b", 8, True, "malformed")]
     assert status["rejected_rows"] == 5, status
+
+
+def test_a_parquet_file_that_does_not_fit_is_named_and_a_restart_can_skip_it(spark, tmp_path, capsys):
+    """Issue 13 part 2: a file whose time column is text stopped the stream with a JVM stack and a
+    message ending in "Reason: ", on every restart. Now: the file named in one line, exit 1, the
+    checkpoint unchanged; restarted with spark.sql.files.ignoreCorruptFiles the batch runs again
+    without it, and the stream goes on."""
+    from sqlwin.cli import main
+
+    source = tmp_path / "source"
+    source.mkdir()
+    one = dt.datetime(2024, 1, 1, 0, 0, 10, tzinfo=UTC)
+    _put(source, 0, [("a", one, 1)])
+    pq.write_table(pa.table({"k": ["a"], "ts": ["not a time"], "v": pa.array([2], pa.int64())}), source / ".b1.tmp")
+    (source / ".b1.tmp").rename(source / "b1.parquet")
+    query = tmp_path / "q.sql"
+    query.write_text(QUERY.replace(" LATE ROWS INTO far_late", ""))
+    args = ["stream", str(query), "--source", f"far={source}", "--checkpoint", str(tmp_path / "ck"),
+            "--sink", str(tmp_path / "sink"), "--once", "--max-files-per-trigger", "1"]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "[FAILED_READ_FILE" in err and "b1.parquet" in err and "ignoreCorruptFiles" in err, err
+    assert "Traceback" not in err and "\tat org.apache" not in err and "Reason: \n" not in err, err
+    _put(source, 2, [("a", one + dt.timedelta(minutes=5), 3)])
+    try:
+        assert main([*args, "--end-input", "--conf", "spark.sql.files.ignoreCorruptFiles=true"]) == 0
+    finally:
+        spark.conf.unset("spark.sql.files.ignoreCorruptFiles")
+    results = sorted((r.n, r.s) for r in spark.read.parquet(str(tmp_path / "sink")).collect())
+    assert results == [(1, 1), (1, 3)]  # the good files' rows, each in its window; b1 skipped
