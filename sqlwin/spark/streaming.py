@@ -408,6 +408,23 @@ def _save_batch(handle: StreamingWindowQuery, record: dict) -> None:
     tmp = folder / f".{path.name}.tmp"
     tmp.write_text(json.dumps(record))
     os.replace(tmp, path)  # a re-run of the batch replaces its record
+    if record["batch"] % RECORDS_KEPT == 0:
+        _prune_batch_records(folder, record["batch"] - RECORDS_KEPT)
+
+
+RECORDS_KEPT = 100  # batch records kept in the checkpoint, as Spark keeps 100 batches of its own logs
+
+
+def _prune_batch_records(folder: Path, below: int) -> None:
+    """Delete the batch records of batches before `below`: a long stream's checkpoint must not
+    grow a file per batch for ever (measured: 200 records after 200 batches, before). The
+    records are progress figures, read by status polls soon after each batch."""
+    for old in folder.glob("*.json"):
+        try:
+            if int(old.stem.rsplit("-", 1)[1]) < below:
+                old.unlink()
+        except (ValueError, IndexError, OSError):
+            continue
 
 
 def _load_batches(checkpoint: str, run_id: str, known: dict) -> list[dict]:
