@@ -72,25 +72,25 @@ def feed_stream(sw: "Sqlwin", query: str, table: "DataFrame", source: str, batch
             pq.write_table(data, tmp, coerce_timestamps="us", allow_truncated_timestamps=True)
             tmp.rename(source_dir / f"batch-{index:06d}.parquet")
             handle.process_all_available()
-            per_batch.append([r for b in handle.batches[before:] for r in _batch_rows(sw, sink, b["batch"])])
+            per_batch.append([b["batch"] for b in handle.batches[before:]])
         if end_input:
             handle.end_input()
     finally:
         handle.stop()
-    rows = _read_sink(sw, sink)
-    late_rows = _read_sink(sw, late_sink) if late else []
+    by_batch = _read_sink(sw, sink)
+    rows = [r for batch in sorted(by_batch) for r in by_batch[batch]]
+    per_batch = [[r for batch in ids for r in by_batch.get(batch, [])] for ids in per_batch]
+    late_rows = [r for batch, found in sorted(_read_sink(sw, late_sink).items()) for r in found] if late else []
     return FedStream(handle.result_schema, rows, handle.late_schema, late_rows, per_batch)
 
 
-def _batch_rows(sw: "Sqlwin", sink: Path, batch_id: int) -> list[tuple]:
-    path = sink / f"batch_id={batch_id}"
-    return [tuple(r) for r in sw.spark.read.parquet(str(path)).collect()] if path.exists() else []
-
-
-def _read_sink(sw: "Sqlwin", sink: Path) -> list[tuple]:
-    """Every batch's rows, batch by batch, each in the order it was written."""
-    batches = sorted((int(p.name.split("=")[1]), p) for p in sink.glob("batch_id=*")) if sink.exists() else []
-    rows: list[tuple] = []
-    for _, path in batches:
-        rows += [tuple(r) for r in sw.spark.read.parquet(str(path)).collect()]
-    return rows
+def _read_sink(sw: "Sqlwin", sink: Path) -> dict[int, list[tuple]]:
+    """{batch id: its rows, in the order they were written}: the sink read once (one file per
+    batch, never split at this size, so a file's rows keep their order)."""
+    if not sink.exists() or not any(sink.glob("batch_id=*")):
+        return {}
+    by_batch: dict[int, list[tuple]] = {}
+    for row in sw.spark.read.parquet(str(sink)).collect():
+        values = tuple(row)
+        by_batch.setdefault(int(values[-1]), []).append(values[:-1])  # batch_id, the partition column, comes last
+    return by_batch
