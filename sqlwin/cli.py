@@ -186,10 +186,11 @@ def session_options(args: argparse.Namespace) -> dict[str, t.Any]:
 def _run(args: argparse.Namespace) -> int:
     query = _read_query(args.query)
     tables = _parse_tables(_declared_tables(query, args.query) + args.table)
-    if args.out:  # before Spark starts: refused outputs cost nothing
-        check_out(Path(args.out), args.overwrite, tables)
-    if args.rejected:
-        check_out(Path(args.rejected), args.overwrite, tables)
+    for out in (args.out, args.rejected):  # before Spark starts: refused outputs cost nothing
+        if out:
+            check_out(Path(out), args.overwrite, tables)
+            if Path(out).suffix:
+                _format_of(Path(out))  # an extension sqlwin does not write (result.txt)
     sw = _attach(args)
     _register_tables(sw.spark, tables)
     result = sw.sql(query)
@@ -477,8 +478,17 @@ def _cell(value: t.Any) -> str:
 
 
 def _first_line(err: Exception) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
+    """The error's message in one line. A Py4J error's own first line only names the JVM call
+    ("An error occurred while calling o45.load."): the Java exception's message follows it."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    if not lines:
+        return type(err).__name__
+    if lines[0].startswith("An error occurred while calling") and len(lines) > 1:
+        cause = re.sub(r"^:?\s*[\w.$]+(Exception|Error): ", "", lines[1])
+        cause = re.sub(r"\s*SQLSTATE: \w+\.?$", "", cause).strip()
+        if cause:
+            return cause
+    return lines[0]
 
 
 # Spark's error classes that only wrap another: a failing stream's own error is inside them.

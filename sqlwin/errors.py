@@ -22,7 +22,9 @@ class Position:
 
     def __str__(self) -> str:
         where = f"line {self.line}, column {self.column}"
-        return f"{where}, at '{self.text}'" if self.text else where
+        if not self.text:
+            return where
+        return f'{where}, at "{self.text}"' if self.text.startswith("'") else f"{where}, at '{self.text}'"
 
 
 class SqlwinError(Exception):

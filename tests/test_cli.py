@@ -82,3 +82,15 @@ def test_explain_draws_a_timeline(spark, tmp_path, capsys):
     assert main(["explain", str(EXAMPLES / "session_clicks.sql"), "--timeline", str(picture)]) == 0
     assert "mode: complete input" in capsys.readouterr().out
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_out_extension_sqlwin_does_not_write_is_refused_before_the_query_runs(spark, tmp_path, capsys):
+    """`--out result.txt` was refused only after the query had run (issue 13): a query that would
+    fail while running shows which came first."""
+    query = tmp_path / "q.sql"
+    query.write_text("SELECT raise_error('the query ran')")
+    for option in ("--out", "--rejected"):
+        assert main(["run", str(query), option, str(tmp_path / "result.txt")]) == 2
+        err = capsys.readouterr().err
+        assert "result.txt" in err and "the query ran" not in err, err
+    assert not (tmp_path / "result.txt").exists()

@@ -130,9 +130,16 @@ class LateRowsInto(exp.Expression):
 
 
 def _position(token: Token | None) -> Position | None:
+    """Where a token starts, and its text as written: a quoted string's or name's quotes included
+    (the token's text leaves them out, and its column is where the closing quote is)."""
     if token is None:
         return None
-    return Position(token.line, max(token.col - len(token.text) + 1, 1), token.text)
+    text = token.text
+    span = token.end - token.start + 1 if token.end >= token.start else len(text)
+    if span == len(text) + 2 and token.token_type in (TokenType.STRING, TokenType.IDENTIFIER):
+        quote = "'" if token.token_type == TokenType.STRING else "`"
+        text = f"{quote}{text}{quote}"
+    return Position(token.line, max(token.col - max(span, len(text)) + 1, 1), text)
 
 
 class SqlwinParser(SparkParser):
