@@ -380,3 +380,49 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
       | mode      |
       | replay    |
       | streaming |
+
+  @AP-07 @AP-13
+  Scenario Outline: An hour of allowed lateness: late rows update kept windows, then the windows are purged; a restart fires the same (<mode>)
+    # AP-07: "If a tuple has a timestamp that lies beyond the lateness horizon, it is dropped ...
+    # if a window completely lies beyond the lateness horizon as a result of the arrival of a new
+    # watermark, the window along with its state is purged" -- the document's one hour. The
+    # horizon is the watermark - 1 hour. 10:05 (batch 3) is late for [10:00, 10:10), closed at
+    # 10:15 but kept: a late firing updates it. 11:30 (batch 4) moves the watermark past
+    # 10:10 + 1 h and 10:20 + 1 h: both windows are purged (the second right after its on-time
+    # firing). 10:08 (batch 5) then lies beyond the horizon: dropped, listed as a late row.
+    # AP-13: "idempotent processing ... re-running from a checkpoint emits the same rows, in the
+    # same firings": the stream stopped after batch 2 -- one window kept for lateness, one open --
+    # and restarted from its checkpoint emits every row with the same op, firing and emit_seq as
+    # the uninterrupted stream and the replay. Our data (the document has none).
+    Given the stream "readings", arriving in this order:
+      | sensor | value | ts                  | batch |
+      | s      | 1     | 2024-01-01 10:01:00 | 1     |
+      | s      | 2     | 2024-01-01 10:15:00 | 2     |
+      | s      | 4     | 2024-01-01 10:05:00 | 3     |
+      | s      | 8     | 2024-01-01 11:30:00 | 4     |
+      | s      | 16    | 2024-01-01 10:08:00 | 5     |
+    When I run the query in <mode> mode:
+      """
+      SELECT sensor, window_start, window_end, sum(value) AS total
+      FROM TUMBLE(TABLE readings PARTITION BY sensor WATERMARK ts DELAY OF INTERVAL 0 MINUTES
+                    WITH (arrival_order = arrival, arrival_batch = batch),
+                  DESCRIPTOR(ts), INTERVAL 10 MINUTES)
+      GROUP BY sensor, window_start, window_end
+      EMIT FINAL ALLOWED LATENESS INTERVAL 1 HOUR
+      LATE ROWS INTO late_readings
+      """
+    Then each result is emitted after batch:
+      | sensor | window_start        | window_end          | total | op | firing  | emit_seq | after batch |
+      | s      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 1     | +I | on_time | 1        | 2           |
+      | s      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 5     | +U | late    | 2        | 3           |
+      | s      | 2024-01-01 10:10:00 | 2024-01-01 10:20:00 | 2     | +I | on_time | 3        | 4           |
+      | s      | 2024-01-01 11:30:00 | 2024-01-01 11:40:00 | 8     | +I | final   | 4        | end         |
+    And the late rows are:
+      | sensor | value | ts                  | late_by:double | window_start        | window_end          |
+      | s      | 16    | 2024-01-01 10:08:00 | 4920           | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 |
+
+    Examples:
+      | mode                              |
+      | replay                            |
+      | streaming                         |
+      | streaming restarted after batch 2 |
