@@ -426,3 +426,40 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
       | replay                            |
       | streaming                         |
       | streaming restarted after batch 2 |
+
+  @AP-06
+  Scenario Outline: A watermark a fixed 10 s behind ingestion time: windows before it close, rows for them are late (<mode>)
+    # "A watermark is a control tuple that contains a timestamp ... all the windows that lie
+    # completely before the watermark timestamp are considered late" -- the document's figure is
+    # a watermark "fixed 10 seconds behind the ingestion time". watermark_strategy =
+    # 'ingestion_time' makes the watermark the processing time (here the recorded arrival time,
+    # the ingestion time) minus the delay, whatever the rows' own times. Processing time reaching
+    # 12:01:15 closes [12:00, 12:01), although no row newer than 12:01:05 arrived; e3 (12:00:50,
+    # ingested 12:01:20) is then 20 s late. With the default max_event_time strategy and the same
+    # delay, [12:00, 12:01) would still be open (12:01:05 - 10 s) and take e3. Our data.
+    Given the stream "events", arriving in this order:
+      | id | ts                  | proc                |
+      | e1 | 2024-01-01 12:00:02 | 2024-01-01 12:00:05 |
+      | e2 | 2024-01-01 12:01:05 | 2024-01-01 12:01:15 |
+      | e3 | 2024-01-01 12:00:50 | 2024-01-01 12:01:20 |
+    When I run the query in <mode> mode:
+      """
+      SELECT window_start, window_end, count(*) AS events
+      FROM TUMBLE(TABLE events WATERMARK ts DELAY OF INTERVAL 10 SECONDS
+                    WITH (watermark_strategy = 'ingestion_time', arrival_order = arrival, arrival_time = proc),
+                  DESCRIPTOR(ts), INTERVAL 1 MINUTE)
+      GROUP BY window_start, window_end
+      LATE ROWS INTO late_events
+      """
+    Then each result is emitted after batch:
+      | window_start        | window_end          | events | after batch |
+      | 2024-01-01 12:00:00 | 2024-01-01 12:01:00 | 1      | 2           |
+      | 2024-01-01 12:01:00 | 2024-01-01 12:02:00 | 1      | end         |
+    And the late rows are:
+      | id | ts                  | late_by:double | window_start        | window_end          |
+      | e3 | 2024-01-01 12:00:50 | 20             | 2024-01-01 12:00:00 | 2024-01-01 12:01:00 |
+
+    Examples:
+      | mode      |
+      | replay    |
+      | streaming |

@@ -46,7 +46,9 @@ Time and watermarks
   'min_event_time': watermark = max(previous, oldest time of the batch) (VoltSP's default);
   'bytewax': watermark = newest pushing timestamp + system time elapsed since it was seen
   (Bytewax's EventClock: a timestamp becomes the reference only when it pushes the watermark,
-  so it never goes backwards); the batch time is the system time.
+  so it never goes backwards); the batch time is the system time;
+  'ingestion_time': watermark = the processing (ingestion) time, aged before each batch's rows
+  are checked, as 'bytewax' is (Apex's watermark a fixed delay behind ingestion time, AP-06).
   Effective watermark = watermark - delay (no clamping at 0: negative times are real times; the
   VoltSP table's "0 (clamped)" is -3 s here, which closes nothing the table's 0 would).
   Bytewax's wait is the delay, so its effective watermark is max_ts - wait + elapsed.

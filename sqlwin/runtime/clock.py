@@ -2,7 +2,8 @@
 
 `raw` is the watermark before the delay is taken off; None means no row has been seen
 (minus infinity). It only moves forward, and only when a batch commits, except for the
-'bytewax' strategy, where it also ages with system (processing) time.
+'bytewax' strategy, where it also ages with system (processing) time, and 'ingestion_time'
+(Apex's watermark a fixed delay behind ingestion time, AP-06), where it is the processing time.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ class Clock:
         """Move the watermark once a batch is applied (VS-16: rows are checked before this)."""
         if spec.strategy == "min_event_time":
             self._raise_to(batch_min)
+        elif spec.strategy == "ingestion_time":
+            self._raise_to(now)
         elif spec.strategy == "bytewax":
             # Bytewax's EventClock: a timestamp becomes the new reference only when it would
             # push the watermark forward, so the clock never goes backwards.
@@ -92,9 +95,13 @@ class Clocks:
         self.of(owner).commit(self.spec, low, high, now)
 
     def age(self, now: int) -> None:
-        """Bytewax: every clock advances with system time."""
+        """Processing time passed: Bytewax's clocks advance with it; ingestion-time clocks are it."""
+        ingestion = self.spec.strategy == "ingestion_time"
         for clock in ([self.stream] if not self.per_key else list(self.by_key.values())):
-            clock.age(now)
+            if ingestion:
+                clock._raise_to(now)
+            else:
+                clock.age(now)
 
     def snapshot(self) -> dict:
         return {"keys": [(key, clock.snapshot()) for key, clock in self.by_key.items()],
@@ -110,7 +117,7 @@ def check_watermark(spec: WatermarkSpec, processing_time: bool) -> None:
     if not isinstance(spec, WatermarkSpec):
         raise RuntimeConfigError(f"watermark must be a WatermarkSpec, got {spec!r}")
     choices = {
-        "strategy": ("max_event_time", "min_event_time", "bytewax"),
+        "strategy": ("max_event_time", "min_event_time", "bytewax", "ingestion_time"),
         "scope": ("key", "stream"),
         "idle_clock": ("processing_time", "event_time"),
         "lateness_rule": ("window_closed", "before_watermark"),

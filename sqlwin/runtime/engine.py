@@ -254,7 +254,7 @@ class WindowRuntime:
         self._now = now if previous is None else max(previous, now)
         if self.processing_time:
             self._close_due(list(self._keys), ON_TIME, out)
-        elif self.watermark_spec.strategy == "bytewax":
+        elif self.watermark_spec.strategy in ("bytewax", "ingestion_time"):
             self._clocks.age(self._now)
             self._close_due(list(self._keys), ON_TIME, out)
         spec = self.watermark_spec

@@ -197,7 +197,7 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
         clock_positions = None  # the runtime's own keys are the clocks
     processing_time = rel.time is not None and rel.time.kind == "processing_time"
     emit = plan.emit
-    timers = bool(processing_time or watermark.strategy == "bytewax" or emit.early_interval
+    timers = bool(processing_time or watermark.strategy in ("bytewax", "ingestion_time") or emit.early_interval
                   or emit.late_interval or (watermark.idle_timeout is not None
                                             and watermark.idle_clock == "processing_time"))
     if timers and mode == "replay" and not rel.options.get("arrival_time"):

@@ -157,7 +157,7 @@ def uses_sqlwin_syntax(ast: exp.Expr) -> bool:
 
 
 OPTION_VALUES: dict[str, tuple[str, ...] | None] = {
-    "watermark_strategy": ("max_event_time", "min_event_time", "bytewax"),
+    "watermark_strategy": ("max_event_time", "min_event_time", "bytewax", "ingestion_time"),
     "watermark_scope": ("key", "stream"),
     "idle_timeout": None,  # an interval
     "idle_clock": ("processing_time", "event_time"),

@@ -136,3 +136,22 @@ def test_ap10_accumulation_modes(mode, expected):
     outs = feed(rt, [(0, rows((1, 1 * S), (2, 2 * S))), (1, rows((3, 5 * S))), (2, rows((100, 10 * S))),
                      (3, rows((4, 7 * S)))])
     assert [(e.values[0], e.op, e.firing) for e in emitted(outs) if e.window_start == 0] == expected
+
+
+def test_ap06_a_watermark_a_fixed_10_s_behind_ingestion_time():
+    """The watermark is the ingestion (processing) time minus 10 s, whatever the rows' times:
+    processing time reaching 12:01:10 closes [12:00, 12:01) although no row after 12:01:05 came,
+    and a row of 12:00:50 ingested at 12:01:20 is then late by 20 s. Under max_event_time with
+    the same delay the window would still be open (12:01:05 - 10 s < 12:01) and take the row."""
+    t0 = 12 * HOUR
+    batches = [(t0 + 5 * S, rows(("e1", t0 + 2 * S))),
+               (t0 + 75 * S, rows(("e2", t0 + 65 * S))),
+               (t0 + 80 * S, rows(("e3", t0 + 50 * S)))]
+    rt = runtime(Tumble(MIN), [COUNT], delay=10 * S, strategy="ingestion_time", scope="stream")
+    outs = feed(rt, batches)
+    assert [view(o.emissions) for o in outs] == [[], [(t0, t0 + MIN, (1,), "+I", "on_time")], []]
+    assert [(r.event_time, r.late_by_us) for r in outs[2].late] == [(t0 + 50 * S, 20 * S)]
+    assert view(rt.end_of_input().emissions) == [(t0 + MIN, t0 + 2 * MIN, (1,), "+I", "final")]
+    by_event_time = runtime(Tumble(MIN), [COUNT], delay=10 * S, scope="stream")
+    assert not any(o.late for o in feed(by_event_time, batches))
+    assert view(by_event_time.end_of_input().emissions)[0] == (t0, t0 + MIN, (2,), "+I", "final")
