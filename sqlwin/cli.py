@@ -485,7 +485,7 @@ def _first_line(err: Exception) -> str:
         return type(err).__name__
     if lines[0].startswith("An error occurred while calling") and len(lines) > 1:
         cause = re.sub(r"^:?\s*[\w.$]+(Exception|Error): ", "", lines[1])
-        cause = re.sub(r"\s*SQLSTATE: \w+\.?$", "", cause).strip()
+        cause = _without_sqlstate(cause)
         if cause:
             return cause
     return lines[0]
@@ -496,6 +496,10 @@ _WRAPPERS = ("STREAM_FAILED", "FOREACH_BATCH_USER_FUNCTION_ERROR", "PYTHON_EXCEP
 _ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\] ([^\n]*)")
 
 
+def _without_sqlstate(message: str) -> str:
+    return re.sub(r"\s*SQLSTATE: \w+\.?$", "", message).strip()
+
+
 def runtime_error(err: Exception) -> SqlwinRuntimeError:
     """Spark's error in one line: the innermost error class a wrapper carries (a stream's
     failure holds the batch's error inside STREAM_FAILED and FOREACH_BATCH_USER_FUNCTION_ERROR),
@@ -503,7 +507,7 @@ def runtime_error(err: Exception) -> SqlwinRuntimeError:
     found = [m for m in _ERROR_CLASS.finditer(str(err)) if m.group(1) not in _WRAPPERS]
     if not found:
         return SqlwinRuntimeError(f"Spark failed while running the query: {_first_line(err)}")
-    condition, text = found[0].group(1), re.sub(r"\s*SQLSTATE: \w+\.?$", "", found[0].group(2)).strip()
+    condition, text = found[0].group(1), _without_sqlstate(found[0].group(2))
     hint = None
     if condition.startswith("FAILED_READ_FILE"):
         hint = ("files whose columns fit the stream's (those of its first files); the checkpoint is unchanged: "

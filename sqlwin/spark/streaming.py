@@ -522,10 +522,9 @@ def _read_directory(spark, path: str, source_format: str, options: dict[str, str
 
 
 def _stored(checkpoint: str) -> dict:
-    try:
-        return json.loads((Path(checkpoint) / METADATA).read_text())
-    except (OSError, ValueError):
-        return {}
+    """The checkpoint's sqlwin.json ({} for a new checkpoint)."""
+    metadata = Path(checkpoint) / METADATA
+    return json.loads(metadata.read_text()) if metadata.exists() else {}
 
 
 def _remember_source_schemas(checkpoint: str, schemas: dict[str, str]) -> None:
@@ -581,7 +580,7 @@ def _bucket_layout(spark, checkpoint: str, query_text: str, requested: int | Non
     only a count: their ids are 0 .. count-1.
     """
     metadata = Path(checkpoint) / METADATA
-    stored = json.loads(metadata.read_text()) if metadata.exists() else {}
+    stored = _stored(checkpoint)
     if "buckets" in stored:
         ids = tuple(stored.get("bucket_ids") or range(int(stored["buckets"])))
         if requested is not None and requested != len(ids):
@@ -622,7 +621,7 @@ def _check_restart(checkpoint: str, query_text: str, stateful: StatefulQuery,
     checkpoint's query from now on.
     """
     metadata = Path(checkpoint) / METADATA
-    stored = json.loads(metadata.read_text()) if metadata.exists() else {}
+    stored = _stored(checkpoint)
     before = stored.get("query")
     if not before or before == query_text:
         return
