@@ -88,6 +88,10 @@ class WatermarkSpec:
     idle_timeout: int | None = None
     idle_clock: str = "processing_time"  # | 'event_time'
     lateness_rule: str = "window_closed"  # | 'before_watermark'
+    # Inputs merged into this watermark (a windowed join's sides): each side has its own clock and
+    # the watermark is the earliest of theirs (Apex's WindowedMergeOperator, AP-12). With more than
+    # one side, a row's first value is its side's index.
+    sides: int = 1
 
 
 UNBOUNDED = 2**62  # a delay no stream ever exceeds (Bytewax's timedelta.max)

@@ -30,14 +30,20 @@ class FedStream:
     per_batch: list[list[tuple]] = field(default_factory=list)  # results of each data batch, in order
 
 
-def feed_stream(sw: "Sqlwin", query: str, table: "DataFrame", source: str, batch_column: str | None,
-                order_column: str | None = None, workdir: str | None = None, end_input: bool = True,
-                late: bool = False, buckets: int | None = None, restart_after: int | None = None) -> FedStream:
+def feed_stream(sw: "Sqlwin", query: str, table: "DataFrame | dict[str, DataFrame]", source: str | None,
+                batch_column: str | None, order_column: str | None = None, workdir: str | None = None,
+                end_input: bool = True, late: bool = False, buckets: int | None = None,
+                restart_after: int | None = None) -> FedStream:
     """Run `query` as a stream over `table` (registered as `source`), one micro-batch per batch value.
 
     Without `batch_column` every row is its own micro-batch (in `order_column` order).
     `restart_after=n` stops the query after the n-th batch and restarts it from its checkpoint.
+    `table` may be {source name: table} (a join's inputs): each micro-batch then holds every
+    table's rows of that batch value, one file per source, made visible together.
     """
+    if isinstance(table, dict):
+        return _feed_sources(sw, query, table, batch_column, order_column, workdir, end_input, buckets,
+                             restart_after)
     import pyarrow as pa
     import pyarrow.parquet as pq
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -82,6 +88,67 @@ def feed_stream(sw: "Sqlwin", query: str, table: "DataFrame", source: str, batch
     per_batch = [[r for batch in ids for r in by_batch.get(batch, [])] for ids in per_batch]
     late_rows = [r for batch, found in sorted(_read_sink(sw, late_sink).items()) for r in found] if late else []
     return FedStream(handle.result_schema, rows, handle.late_schema, late_rows, per_batch)
+
+
+def _feed_sources(sw: "Sqlwin", query: str, tables: dict[str, "DataFrame"], batch_column: str | None,
+                  order_column: str | None, workdir: str | None, end_input: bool, buckets: int | None,
+                  restart_after: int | None) -> FedStream:
+    """Several sources fed batch by batch: batch value b's rows of every table are written into one
+    hidden directory, one file per source (empty when a table has none), and the directory is
+    renamed into place, so one micro-batch sees every source's file of that batch at once (each
+    source reads one file per trigger, `<root>/*/<source>.parquet`)."""
+    import os
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    root = Path(workdir or tempfile.mkdtemp(prefix="sqlwin-feed-"))
+    source_dir, sink, checkpoint = (root / n for n in ("sources", "sink", "checkpoint"))
+    source_dir.mkdir(parents=True, exist_ok=True)
+    zone = sw.spark.conf.get("spark.sql.session.timeZone")
+    frames = {}
+    values: set = set()
+    for name, table in tables.items():
+        frame = table.toPandas()
+        order = [c for c in (batch_column, order_column) if c]
+        frame = frame.sort_values(order, kind="stable") if order else frame
+        frames[name] = (frame, table.schema, to_arrow_schema(table.schema, timezone=zone))
+        if batch_column:
+            values |= set(frame[batch_column].tolist())
+    batches = sorted(values) if batch_column else [None]
+
+    def start():
+        streams = {name: sw.spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
+                   .parquet(str(source_dir / "*" / f"{name}.parquet")) for name, (_, schema, _) in frames.items()}
+        return sw.stream(query, sources=streams, sink=str(sink), checkpoint=str(checkpoint), buckets=buckets)
+
+    handle = start()
+    per_batch = []
+    try:
+        for index, value in enumerate(batches):
+            if restart_after is not None and index == restart_after:
+                handle.stop()
+                handle = start()
+            before = len(handle.batches)
+            hidden = source_dir / f".batch-{index:06d}"
+            hidden.mkdir()
+            for name, (frame, _, arrow_schema) in frames.items():
+                part = frame[frame[batch_column] == value] if batch_column else frame
+                data = pa.Table.from_pandas(part, schema=arrow_schema, preserve_index=False)
+                pq.write_table(data, hidden / f"{name}.parquet", coerce_timestamps="us",
+                               allow_truncated_timestamps=True)
+            os.rename(hidden, source_dir / f"batch-{index:06d}")
+            handle.process_all_available()
+            per_batch.append([b["batch"] for b in handle.batches[before:]])
+        if end_input:
+            handle.end_input()
+    finally:
+        handle.stop()
+    by_batch = _read_sink(sw, sink)
+    rows = [r for batch in sorted(by_batch) for r in by_batch[batch]]
+    per_batch = [[r for batch in ids for r in by_batch.get(batch, [])] for ids in per_batch]
+    return FedStream(handle.result_schema, rows, handle.late_schema, [], per_batch)
 
 
 def _read_sink(sw: "Sqlwin", sink: Path) -> dict[int, list[tuple]]:

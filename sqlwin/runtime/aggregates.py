@@ -268,6 +268,8 @@ def make_aggregates(specs: t.Sequence[AggregateSpec]) -> list[Aggregate]:
             raise RuntimeConfigError(f"Aggregate #{i + 1} must be an AggregateSpec, got {spec!r}")
         name = ALIASES.get(spec.func.lower(), spec.func.lower())
         cls = AGGREGATES.get(name)
+        if name == "window_join":  # a windowed join's rows (join.py, which builds on this module)
+            from sqlwin.runtime.join import WindowJoin as cls
         if cls is None:
             raise RuntimeConfigError(
                 f"Aggregate {spec.func} is not supported by the streaming window runtime",

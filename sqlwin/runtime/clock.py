@@ -63,6 +63,39 @@ class Clock:
         return cls(**{name: state[name] for name in ("raw", "ref_time", "ref_system") if name in state})
 
 
+@dataclass(slots=True, eq=False)
+class SideClocks:
+    """The clocks of a windowed join's inputs under one owner: the watermark is the earliest of
+    the sides' (a side that has not seen a row holds it at minus infinity)."""
+
+    sides: list[Clock]
+
+    def effective(self, spec: WatermarkSpec) -> int | None:
+        marks = [clock.effective(spec) for clock in self.sides]
+        return None if any(m is None for m in marks) else min(marks)
+
+    def age(self, now: int) -> None:
+        for clock in self.sides:
+            clock.age(now)
+
+    def jump(self, target: int, now: int | None) -> None:
+        for clock in self.sides:
+            clock.jump(target, now)
+
+    def _raise_to(self, value: int) -> None:
+        for clock in self.sides:
+            clock._raise_to(value)
+
+    def snapshot(self) -> dict:
+        return {"sides": [clock.snapshot() for clock in self.sides]}
+
+
+def _restore_clock(state: dict) -> Clock | SideClocks:
+    if "sides" in state:
+        return SideClocks([Clock.restore(side) for side in state["sides"]])
+    return Clock.restore(state)
+
+
 class Clocks:
     """The clocks of a runtime as its watermark scope wants them: one per key (in the order the
     keys first committed a row), or one for the whole stream. A key's clock *owner* is the key
@@ -71,8 +104,12 @@ class Clocks:
     def __init__(self, spec: WatermarkSpec):
         self.spec = spec
         self.per_key = spec.scope != "stream"
-        self.by_key: dict[tuple, Clock] = {}  # scope 'key'
-        self.stream = Clock()  # scope 'stream'
+        self.sides = getattr(spec, "sides", 1)
+        self.by_key: dict[tuple, Clock | SideClocks] = {}  # scope 'key'
+        self.stream = self._new()  # scope 'stream'
+
+    def _new(self) -> Clock | SideClocks:
+        return Clock() if self.sides == 1 else SideClocks([Clock() for _ in range(self.sides)])
 
     def owner(self, key: tuple) -> tuple:
         return key if self.per_key else ()
@@ -82,17 +119,18 @@ class Clocks:
         clock = self.by_key.get(key) if self.per_key else self.stream
         return None if clock is None else clock.effective(self.spec)
 
-    def of(self, owner: tuple) -> Clock:
+    def of(self, owner: tuple) -> Clock | SideClocks:
         """The clock of an owner, made when it first needs one."""
         if not self.per_key:
             return self.stream
         clock = self.by_key.get(owner)
         if clock is None:
-            clock = self.by_key[owner] = Clock()
+            clock = self.by_key[owner] = self._new()
         return clock
 
-    def commit(self, owner: tuple, low: int, high: int, now: int) -> None:
-        self.of(owner).commit(self.spec, low, high, now)
+    def commit(self, owner: tuple, low: int, high: int, now: int, side: int = 0) -> None:
+        clock = self.of(owner)
+        (clock.sides[side] if self.sides > 1 else clock).commit(self.spec, low, high, now)
 
     def age(self, now: int) -> None:
         """Processing time passed: Bytewax's clocks advance with it; ingestion-time clocks are it."""
@@ -108,8 +146,8 @@ class Clocks:
                 "stream": self.stream.snapshot()}
 
     def restore(self, state: dict) -> None:
-        self.by_key = {key: Clock.restore(clock) for key, clock in state["keys"]}
-        self.stream = Clock.restore(state["stream"])
+        self.by_key = {key: _restore_clock(clock) for key, clock in state["keys"]}
+        self.stream = _restore_clock(state["stream"])
 
 
 def check_watermark(spec: WatermarkSpec, processing_time: bool) -> None:
@@ -127,6 +165,8 @@ def check_watermark(spec: WatermarkSpec, processing_time: bool) -> None:
             raise RuntimeConfigError(f"Watermark {name} cannot be {getattr(spec, name)!r}", hint=" | ".join(allowed))
     if not isinstance(spec.delay, int) or spec.delay < 0:
         raise RuntimeConfigError(f"Watermark delay must be >= 0 microseconds, got {spec.delay!r}")
+    if not isinstance(spec.sides, int) or spec.sides < 1:
+        raise RuntimeConfigError(f"A watermark merges one or more inputs' clocks, got sides={spec.sides!r}")
     if spec.idle_timeout is not None and spec.idle_timeout <= 0:
         raise RuntimeConfigError(f"idle_timeout must be positive, got {spec.idle_timeout!r}")
     if (spec.idle_timeout is not None and spec.idle_clock == "event_time" and spec.scope == "stream"

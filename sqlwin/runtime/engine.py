@@ -79,6 +79,7 @@ class WindowRuntime:
         place, new_key, needs_time = logic.place, logic.key_state, logic.needs_time
         after_row = self._trigger.after_row if self._trigger.per_row else None
         per_key = self._clocks.per_key
+        sided = self._clocks.sides > 1  # a windowed join: a clock per side, the row's first value its side
         processing_time = self.processing_time
         now = self._now
         accepted = unassigned = 0
@@ -108,9 +109,10 @@ class WindowRuntime:
                     continue
                 unassigned += 1
             if time is not None:
-                bounds = batch.get(owner)
+                mover = (owner, values[0]) if sided else owner
+                bounds = batch.get(mover)
                 if bounds is None:
-                    batch[owner] = [time, time]
+                    batch[mover] = [time, time]
                 elif time < bounds[0]:
                     bounds[0] = time
                 elif time > bounds[1]:
@@ -272,8 +274,12 @@ class WindowRuntime:
             self._last_activity = now
         if self.processing_time:
             return  # processing-time windows close on timers (`_advance`)
-        for owner, (low, high) in batch.items():
-            self._clocks.commit(owner, low, high, now)
+        sided = self._clocks.sides > 1
+        for mover, (low, high) in batch.items():
+            if sided:  # (owner, side)
+                self._clocks.commit(mover[0], low, high, now, mover[1])
+            else:
+                self._clocks.commit(mover, low, high, now)
         self._close_due(list(keys_seen) if self._clocks.per_key else list(self._keys), ON_TIME, out)
         if self.watermark_spec.idle_timeout is not None and self.watermark_spec.idle_clock == "event_time":
             self._idle_by_event_time(out)

@@ -35,6 +35,29 @@ class AggregateSpec:
     arg: int | None = None
     arg2: int | None = None
     order: tuple[tuple[int, bool, bool], ...] = ()
+    join: "JoinSpec | None" = None  # func 'window_join' only (runtime/join.py)
+
+
+JOIN_INSERT_MODES = ("product", "first", "last", "collect")
+JOIN_KINDS = ("inner", "left", "right", "full")
+
+
+@dataclass(frozen=True)
+class JoinSpec:
+    """A windowed join of several inputs per key and window (AP-12, Bytewax's join_window).
+
+    `columns[s]`: the value indexes of side s's columns (a row's value 0 is its side). `insert`:
+    what a side keeps of its rows, in event-time order (ties in arrival order): 'product' every
+    row (SQL's join), 'first' / 'last' one row, 'collect' every row, gathered into one tuple of
+    arrays (a cogroup). `steps[j]`: how side j + 1 joins the sides before it, (kind, the earlier
+    side its ON condition names). `complete`: Bytewax's emit mode 'complete', emit as soon as
+    every side has a row, then start again (arrival order).
+    """
+
+    columns: tuple[tuple[int, ...], ...]
+    insert: str = "product"
+    steps: tuple[tuple[str, int], ...] = ()
+    complete: bool = False
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ def vector_class(windower, watermark, emit, aggregates: t.Sequence[AggregateSpec
     batches; sessions take those one batch at a time, where the general runtime is faster."""
     from sqlwin.ir import CountWindow, Cumulate, Hop, Session, Tumble
 
-    common = (not processing_time and watermark.strategy in ("max_event_time", "min_event_time")
+    common = (not processing_time and getattr(watermark, "sides", 1) == 1 and watermark.strategy in ("max_event_time", "min_event_time")
               and watermark.idle_timeout is None and emit.final and emit.is_final_only
               and not emit.allowed_lateness
               and all(a.func in VECTOR_AGGREGATES and a.arg2 is None and not a.order for a in aggregates))

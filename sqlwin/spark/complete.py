@@ -122,6 +122,11 @@ def _lower_complete(plan: QueryPlan) -> LoweredQuery:
         if fast is not None and relation is plan.aggregation.relation:
             continue
         grouped = plan.aggregation is not None and relation is plan.aggregation.relation
+        if plan.join is not None and relation in plan.join.sides:
+            sql, why = _join_side(plan, plan.join.sides.index(relation))
+            strategies.append(f"{relation.function} at {relation.position}: {why}")
+            node.replace(RawRelation(this=sql, alias=_alias(relation)))
+            continue
         sql, why = annotate(relation, plan.aggregation.group_keys if grouped else ())
         strategies.append(f"{relation.function} at {relation.position}: {why}")
         node.replace(RawRelation(this=sql, alias=_alias(relation)))
@@ -130,6 +135,34 @@ def _lower_complete(plan: QueryPlan) -> LoweredQuery:
         strategies.append(f"{plan.aggregation.relation.function} at {plan.aggregation.relation.position}: {why}")
     _strip_modifiers(ast)
     return LoweredQuery(ast.sql(dialect=_LoweringDialect, comments=False), strategies, _rejected_rows_sql(plan, ast))
+
+
+def _join_side(plan: QueryPlan, side: int) -> tuple[str, str]:
+    """One side of a windowed join over a finished table: its annotated rows, NULL keys left out (the
+    runtime rejects them), and what its insert mode keeps of a key's rows in a window -- every row
+    ('product': Spark's join is the join), the earliest / latest by time ('first' / 'last'), or every
+    value of each column gathered in time order ('collect'). Without arrival order, rows of the
+    same time tie; a replay orders them by arrival."""
+    join = plan.join
+    relation = join.sides[side]
+    keys = [quote_identifier(k) for k in join.keys[side]]
+    sql, why = annotate(relation, keys)
+    if join.insert == "product":
+        return sql, why
+    bounds = ["window_start", "window_end", "window_time"]
+    time = quote_identifier(relation.time.name)
+    if join.insert in ("first", "last"):
+        order = "ASC" if join.insert == "first" else "DESC"
+        ranked = (f"SELECT *, row_number() OVER (PARTITION BY {', '.join(keys + bounds)} ORDER BY {time} {order}) "
+                  f"AS __rank FROM ({sql})")
+        return f"SELECT * EXCEPT (__rank) FROM ({ranked}) WHERE __rank = 1", f"{why}; the {join.insert} row per key and window"
+    keyed = {k.lower() for k in join.keys[side]}
+    gathered = [f"transform(array_sort(collect_list(struct({time} AS o, {quote_identifier(c)} AS v))), x -> x.v) "
+                f"AS {quote_identifier(c)}" for c in relation.columns if c.lower() not in keyed
+                and c.lower() not in WINDOW_COLUMNS]
+    columns = ", ".join(keys + gathered + bounds)
+    return (f"SELECT {columns} FROM ({sql}) GROUP BY {', '.join(keys + bounds)}",
+            f"{why}; each column's values per key and window gathered in time order (cogroup)")
 
 
 def _rejected_rows_sql(plan: QueryPlan, lowered: exp.Expr) -> str | None:

@@ -137,6 +137,10 @@ def aggregate_type(spec, types: dict):
         LongType,
     )
 
+    if spec.func == "window_join":
+        from sqlwin.spark.joins import join_result_type
+
+        return join_result_type(spec, types)
     arg = types.get(f"__a{spec.arg}") if spec.arg is not None else None
     if spec.func in ("count", "count_distinct"):
         return LongType()

@@ -176,6 +176,10 @@ class StatefulQuery:
 def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
                      bucket_ids: tuple[int, ...] = ()) -> StatefulQuery:
     """Check that the query has the windowed-aggregation shape and derive everything around the runtime."""
+    if plan.join is not None:  # window functions joined per key and window (spark/joins.py)
+        from sqlwin.spark.joins import prepare_join
+
+        return prepare_join(plan, mode, bucket_count, bucket_ids)
     agg = _require_aggregation(plan, mode)
     rel = agg.relation
     if rel.time is not None and rel.time.kind == "processing_time" and mode == "replay" \
@@ -240,6 +244,8 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
 
 def _require_aggregation(plan: QueryPlan, mode: str) -> WindowAggregation:
     agg = plan.aggregation
+    if plan.join_refusal is not None:
+        raise plan.join_refusal.with_query(plan.sql)
     if agg is None or len(plan.windows) != 1:
         where = plan.windows[0].position if plan.windows else None
         raise SqlwinUnsupportedError(

@@ -48,6 +48,7 @@ from sqlwin.ir import (  # noqa: F401 (the IR's types, re-exported: sqlwin.sql.p
     WatermarkSpec,
     Windower,
 )
+from sqlwin.sql.joins import WindowJoin, recognise_join
 from sqlwin.sql.text import identifier_name, quote_identifier
 
 MICROS = {
@@ -140,6 +141,8 @@ class QueryPlan:
     emit_position: Position | None = None
     notes: list[str] = field(default_factory=list)
     time_zone: str = "UTC"  # spark.sql.session.timeZone: how a TIMESTAMP '...' literal was read
+    join: "WindowJoin | None" = None  # window functions joined per key and window (sql/joins.py)
+    join_refusal: SqlwinError | None = None  # why window functions joined otherwise are not such a join
 
     @property
     def plain_spark(self) -> bool:
@@ -165,6 +168,8 @@ OPTION_VALUES: dict[str, tuple[str, ...] | None] = {
     "arrival_order": None,  # a column: replay
     "arrival_batch": None,  # a column: replay micro-batch boundaries
     "arrival_time": None,  # a column: replay processing time
+    "join_insert": ("product", "first", "last", "collect"),  # a windowed join (sql/joins.py)
+    "join_emit": ("final", "running", "complete"),
 }
 
 SIGNATURES: dict[str, tuple[tuple[str, ...], int]] = {
@@ -254,7 +259,18 @@ def _finish(sql: str, ast: exp.Expr, windows: list[WindowRelation]) -> QueryPlan
                     f"LATE ROWS INTO {late_into} would replace the table {window.function} reads",
                     _node_position(late), f"another name, e.g. LATE ROWS INTO late_{identifier_name(window.source)}",
                     query=sql)
-    return QueryPlan(sql, ast, windows, emit, late_into, _aggregation(ast, windows), emit_position)
+    join, refusal = recognise_join(ast, windows, _fail, _node_position, emit)
+    if join is None:
+        for window in windows:
+            for option in ("join_insert", "join_emit"):
+                if option in window.options:
+                    if refusal is not None:
+                        raise refusal
+                    _fail(f"{option} belongs to a windowed join", window.node,
+                          "FROM TUMBLE(...) l JOIN TUMBLE(...) r ON l.k = r.k AND l.window_start = r.window_start "
+                          "AND l.window_end = r.window_end")
+    return QueryPlan(sql, ast, windows, emit, late_into, _aggregation(ast, windows), emit_position, join=join,
+                     join_refusal=refusal)
 
 
 def _node_position(node: exp.Expr | None, text: str | None = None) -> Position | None:
@@ -822,6 +838,11 @@ def grouping_analytics(group: exp.Group | None) -> exp.Expr | None:
 
 def require_final_only(plan: QueryPlan, mode: str) -> None:
     """Complete input has no arrival order: only the on-time firing is defined there."""
+    if plan.join is not None and plan.join.emit_mode == "complete":
+        raise SqlwinUnsupportedError(
+            f"join_emit = 'complete' emits as rows arrive, which the {mode} mode does not know",
+            plan.join.sides[0].position, "join_emit = 'final' over a finished table; 'complete' over a replay "
+            "(WITH (arrival_order = col)) or a stream", query=plan.sql)
     if not plan.emit.is_final_only:
         raise SqlwinUnsupportedError(
             f"This EMIT clause needs arrival order, which the {mode} mode does not have",

@@ -1,0 +1,245 @@
+"""A windowed join in replay and streaming: the sides as one stream through the window runtime.
+
+The sides' rows become one input (`UNION ALL`), each row tagged with its side, keyed by the join
+keys, timed by its side's time column and carrying its side's columns. The window runtime windows
+that stream as any other, with a clock per side and the earliest as the watermark, and keeps per
+window and key the rows each side contributed (runtime/join.py); every firing's value is the
+window's join, a list of tuples, which the SQL around it explodes into rows and names as the
+query does (`l.v`, `r.window_start`, ...). The user's WHERE applies to the joined rows, as SQL's.
+
+Values cross to the runtime as Spark hands them over; TIMESTAMP and DATE columns as numbers
+(epoch microseconds, days), turned back into their types in the result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing as t
+
+from sqlglot import exp
+
+from sqlwin.errors import SqlwinUnsupportedError, SqlwinValidationError
+from sqlwin.runtime.model import AggregateSpec, JoinSpec
+from sqlwin.spark.operator import OperatorConfig
+from sqlwin.spark.stateful import StatefulQuery, _source_sql
+from sqlwin.sql.plan import QueryPlan, TimeColumn, node_position
+from sqlwin.sql.text import quote_identifier
+
+WINDOW_BOUNDS = ("window_start", "window_end", "window_time")
+ARRIVAL = ("arrival_order", "arrival_batch", "arrival_time")
+
+
+@dataclasses.dataclass
+class JoinQuery(StatefulQuery):
+    """A StatefulQuery whose runtime input is the sides' union and whose result is the join."""
+
+    side_columns: list[list[tuple[str, str, str]]] = dataclasses.field(default_factory=list)
+    # per side: (column name, Spark type, field of the tuple struct)
+
+    def typed_emissions_sql(self, records: str) -> str:
+        columns = [*self._window_columns(), "__agg0", "__op", "__firing", "__seq", "__batch"]
+        return f"SELECT {', '.join(columns)} FROM {records} WHERE __kind = 'emit'"
+
+    def result_sql(self, typed: str) -> str:
+        select: exp.Select = self.plan.ast
+        outputs = []
+        for item in select.expressions:
+            rewritten = self._rewrite(item.copy())
+            if not isinstance(item, exp.Alias) and isinstance(item, exp.Column):
+                rewritten = exp.alias_(rewritten, item.name, quoted=True)
+            outputs.append(rewritten.sql(dialect="spark"))
+        join = self.plan.join
+        op = "'+I'" if join.emit_mode == "complete" else "__op"
+        system = [f"{op} AS op", "__firing AS firing", "__seq AS emit_seq", "__batch", "__seq"]
+        where = select.args.get("where")
+        condition = f" WHERE {self._rewrite(where.this.copy()).sql(dialect='spark')}" if where is not None else ""
+        return (f"SELECT {', '.join(outputs + system)} FROM {typed} "
+                f"LATERAL VIEW explode(__agg0) __joined AS __t{condition}")
+
+    def _rewrite(self, node: exp.Expr) -> exp.Expr:
+        join = self.plan.join
+        if any(isinstance(n, exp.Star) for n in node.walk()):
+            raise SqlwinUnsupportedError(
+                "A windowed join in replay or streaming names its columns: * is not expanded", node_position(node),
+                "SELECT l.k, l.window_start, l.window_end, l.v, r.w ...", query=self.plan.sql)
+
+        def replace(n: exp.Expr) -> exp.Expr:
+            if not isinstance(n, exp.Column):
+                return n
+            side = self._side_of(n)
+            if side is None:  # an unqualified window bound: the window's own
+                return exp.column(n.name.lower())
+            name = n.name.lower()
+            if name in WINDOW_BOUNDS:
+                return exp.maybe_parse(f"CASE WHEN __t.p{side} THEN {name} END", dialect="spark")
+            column, kind, field = next(c for c in self.side_columns[side] if c[0].lower() == name)
+            value = f"__t.{field}"
+            if join.insert == "collect":
+                if name in {k.lower() for k in join.keys[side]}:  # a key is one value for the window
+                    return exp.maybe_parse(_from_runtime(f"element_at({value}, 1)", kind), dialect="spark")
+                if kind.startswith(("timestamp", "date")):
+                    return exp.maybe_parse(f"transform({value}, __v -> {_from_runtime('__v', kind)})",
+                                           dialect="spark")
+                return exp.maybe_parse(value, dialect="spark")
+            return exp.maybe_parse(_from_runtime(value, kind), dialect="spark")
+
+        return node.transform(replace)
+
+    def _side_of(self, column: exp.Column) -> int | None:
+        join = self.plan.join
+        table, name = column.table.lower(), column.name.lower()
+        if table:
+            if table not in join.names:
+                raise SqlwinValidationError(f"{column.table} is not a side of the join", node_position(column),
+                                            ", ".join(join.names), query=self.plan.sql)
+            side = join.names.index(table)
+        else:
+            if name in WINDOW_BOUNDS:
+                return None
+            owners = [s for s, columns in enumerate(self.side_columns) if name in {c[0].lower() for c in columns}]
+            if len(owners) != 1:
+                raise SqlwinValidationError(
+                    f"{column.name} is {'in more than one side' if owners else 'not a column'} of the join",
+                    node_position(column, column.name),
+                    f"qualified: {', '.join(f'{n}.{column.name}' for n in join.names)}", query=self.plan.sql)
+            side = owners[0]
+        if name not in WINDOW_BOUNDS and name not in {c[0].lower() for c in self.side_columns[side]}:
+            raise SqlwinValidationError(
+                f"{column.name} is not a column of {join.names[side]}", node_position(column, column.name),
+                ", ".join(c[0] for c in self.side_columns[side]), query=self.plan.sql)
+        return side
+
+
+def _to_runtime(sql: str, kind: str) -> str:
+    if kind.startswith("timestamp"):
+        return f"unix_micros({sql})"
+    if kind == "date":
+        return f"unix_date({sql})"
+    return sql
+
+
+def _runtime_type(kind: str) -> str:
+    return "bigint" if kind.startswith("timestamp") else "int" if kind == "date" else kind
+
+
+def _from_runtime(sql: str, kind: str) -> str:
+    if kind.startswith("timestamp_ntz"):
+        return f"CAST(timestamp_micros({sql}) AS TIMESTAMP_NTZ)"
+    if kind.startswith("timestamp"):
+        return f"timestamp_micros({sql})"
+    if kind == "date":
+        return f"date_from_unix_date({sql})"
+    return sql
+
+
+def prepare_join(plan: QueryPlan, mode: str, bucket_count: int, bucket_ids: tuple[int, ...] = ()) -> JoinQuery:
+    join = plan.join
+    sides = join.sides
+    if plan.late_into:
+        raise SqlwinUnsupportedError(
+            f"LATE ROWS INTO is not yet available for a windowed join in {mode} mode: its late rows are counted "
+            "(status(), the stream's figures)", node_position(plan.ast.args.get("late_into")),
+            "the query without LATE ROWS INTO", query=plan.sql)
+    for clause in ("group", "having", "order", "limit", "qualify"):
+        if plan.ast.args.get(clause) is not None:
+            raise SqlwinUnsupportedError(
+                f"In {mode} mode a windowed join gives its joined rows; {clause.upper()} over them belongs in a "
+                "second query over its result", node_position(plan.ast.args.get(clause)),
+                "SELECT columns of the sides and their window bounds; aggregate the result afterwards",
+                query=plan.sql)
+    for side in sides:
+        if not side.columns:
+            raise SqlwinValidationError(f"The columns of {side.source} are unknown", side.position,
+                                        "a table or view the session knows", query=plan.sql)
+    for option in ARRIVAL:
+        kinds = {side.columns.get(side.options[option], "") for side in sides if option in side.options}
+        if len(kinds) > 1:
+            raise SqlwinValidationError(
+                f"{option} must have one type on every side (one arrival sequence shared by the inputs), got "
+                f"{' and '.join(sorted(k.upper() for k in kinds))}", sides[1].position,
+                f"CAST(... AS BIGINT) in a subquery", query=plan.sql)
+    keys = len(join.keys[0])
+    side_columns: list[list[tuple[str, str, str]]] = []
+    argument_sql = ["__side"]
+    index = 1
+    spec_columns = []
+    for s, side in enumerate(sides):
+        columns = []
+        positions = []
+        for c, (name, kind) in enumerate(side.columns.items()):
+            field = f"s{s}c{c}"
+            columns.append((name, kind, field))
+            argument_sql.append(f"__{field}")
+            positions.append(index)
+            index += 1
+        side_columns.append(columns)
+        spec_columns.append(tuple(positions))
+    selects = []
+    first = sides[0]
+    for s, side in enumerate(sides):
+        parts = [f"{s} AS __side"]
+        parts += [f"{quote_identifier(k)} AS __jk{i}" for i, k in enumerate(join.keys[s])]
+        time_sql = side.time.epoch_ms_sql() if side.time.kind == "epoch_ms" else quote_identifier(side.time.name)
+        parts.append(f"{time_sql} AS __ts")
+        for option in ARRIVAL:
+            if option in side.options:
+                parts.append(f"{quote_identifier(side.options[option])} AS __{option}")
+        for o, columns in enumerate(side_columns):
+            for name, kind, field in columns:
+                value = _to_runtime(quote_identifier(name), kind) if o == s else "NULL"
+                parts.append(f"CAST({value} AS {_runtime_type(kind)}) AS __{field}")
+        selects.append(f"SELECT {', '.join(parts)} FROM {_source_sql(side)}")
+    union = f"({' UNION ALL '.join(selects)}) AS __sides"
+    columns = {"__side": "int", **{f"__jk{i}": first.columns.get(k, "") for i, k in enumerate(join.keys[0])},
+               "__ts": "bigint" if first.time.kind == "epoch_ms" else "timestamp"}
+    for option in ARRIVAL:
+        if option in first.options:
+            columns[f"__{option}"] = first.columns.get(first.options[option], "")
+    options = {option: f"__{option}" for option in ARRIVAL if option in first.options}
+    relation = dataclasses.replace(
+        first, source=union, source_alias=None, columns=columns, partition_by=(), order_by=(),
+        time=TimeColumn("__ts", first.time.kind), options=options)
+    per_key = all(side.partition_by for side in sides)
+    watermark = dataclasses.replace(first.watermark, sides=len(sides), scope="key" if per_key else "stream")
+    emit = plan.emit
+    if join.emit_mode in ("running", "complete"):
+        emit = dataclasses.replace(emit, final=False, changes=True)
+    spec = AggregateSpec("window_join", arg=0, join=JoinSpec(
+        columns=tuple(spec_columns), insert=join.insert, steps=tuple(join.steps), complete=join.emit_mode == "complete"))
+    timers = watermark.strategy in ("bytewax", "ingestion_time") or (
+        watermark.idle_timeout is not None and watermark.idle_clock == "processing_time")
+    if timers and mode == "replay" and "arrival_time" not in options:
+        raise SqlwinValidationError(
+            "This join's watermark follows processing time, which a replay reads from the recorded arrival times",
+            first.position, "WITH (arrival_order = offset_col, arrival_time = arrival_ts_col) on every side",
+            query=plan.sql)
+    config = OperatorConfig(
+        windower=first.windower, watermark=watermark, emit=emit, aggregates=(spec,), processing_time=False,
+        key_count=keys, clock_positions=None if per_key else (), argument_count=len(argument_sql), row_count=0,
+        output_late=False, timers=timers)
+    with_ = plan.ast.args.get("with_")
+    with_sql = f"{with_.sql(dialect='spark')} " if with_ else ""
+    if watermark.idle_timeout is not None and watermark.idle_clock == "event_time":
+        bucket_count = 1
+    count = bucket_count if per_key else 1
+    return JoinQuery(
+        plan=plan, relation=relation, config=config, key_names=[f"__jk{i}" for i in range(keys)],
+        argument_sql=argument_sql, aggregate_sql=["__join"], row_columns=[], source_sql=f"FROM {union}",
+        with_sql=with_sql, key_sql=[f"__jk{i}" for i in range(keys)], bucket_count=count,
+        bucket_ids=tuple(bucket_ids)[:count], side_columns=side_columns)
+
+
+def join_result_type(spec: AggregateSpec, types: dict):
+    """The Spark type of the join's value: an array of tuples, one field per side's presence and column."""
+    from pyspark.sql.types import ArrayType, BooleanType, StructField, StructType
+
+    fields = []
+    names = [f"__a{i}" for i in range(max(i for c in spec.join.columns for i in c) + 1)]
+    for s, positions in enumerate(spec.join.columns):
+        fields.append(StructField(f"p{s}", BooleanType(), True))
+        for c, position in enumerate(positions):
+            kind = types[names[position]]
+            fields.append(StructField(f"s{s}c{c}", ArrayType(kind, True) if spec.join.insert == "collect" else kind,
+                                      True))
+    return ArrayType(StructType(fields), True)
+
