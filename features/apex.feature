@@ -463,3 +463,133 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
       | mode      |
       | replay    |
       | streaming |
+
+  @AP-12
+  Scenario Outline: Merging two streams: a windowed inner join per key, under the earlier of the two watermarks (<mode>)
+    # "The WindowedMergeOperator ... takes two incoming data streams ... Examples of this type of
+    # accumulation are InnerJoin and Cogroup ... Its watermark timestamp is the earlier watermark
+    # timestamp between the two input streams." The document gives no data; ours: names and
+    # emails of users, one arrival sequence over both inputs. The inner join gives every pair of a
+    # user's rows in the same minute (SQL's join, as Flink's window join). After batch 3 the names
+    # are at 00:01:10 but the emails only at 00:00:55: the merged watermark (00:00:55) keeps
+    # [00:00, 00:01) open, so b@x (00:00:58, batch 4) is on time and joins Bob. One watermark
+    # over both inputs (the later, 00:01:10) would have closed the window after batch 3 and
+    # dropped b@x as late. Batch 4 takes both inputs past 00:01:00 (00:01:20, 00:01:05): the
+    # window closes; [00:01, 00:02) closes at the end of input. Cid (uid 3) and d@z (uid 4) have
+    # no partner: an inner join drops them.
+    Given the stream "names", arriving in this order:
+      | uid | name | ts                  | batch | arrival |
+      | 1   | Ann  | 2024-01-01 00:00:05 | 1     | 1       |
+      | 2   | Bob  | 2024-01-01 00:00:10 | 1     | 2       |
+      | 1   | Anna | 2024-01-01 00:00:40 | 2     | 4       |
+      | 3   | Cid  | 2024-01-01 00:01:10 | 3     | 7       |
+      | 2   | Bo   | 2024-01-01 00:01:20 | 4     | 8       |
+    And the stream "emails", arriving in this order:
+      | uid | email | ts                  | batch | arrival |
+      | 1   | a@x   | 2024-01-01 00:00:20 | 1     | 3       |
+      | 1   | ann@y | 2024-01-01 00:00:50 | 2     | 5       |
+      | 4   | d@z   | 2024-01-01 00:00:55 | 2     | 6       |
+      | 2   | b@x   | 2024-01-01 00:00:58 | 4     | 9       |
+      | 2   | bo@x  | 2024-01-01 00:01:05 | 4     | 10      |
+    When I run the query in <mode> mode:
+      """
+      SELECT n.uid, n.window_start, n.window_end, n.name, e.email
+      FROM TUMBLE(TABLE names WATERMARK ts DELAY OF INTERVAL 0 SECONDS
+                  WITH (arrival_order = arrival, arrival_batch = batch),
+                  DESCRIPTOR(ts), INTERVAL 1 MINUTE) n
+      JOIN TUMBLE(TABLE emails WATERMARK ts DELAY OF INTERVAL 0 SECONDS
+                  WITH (arrival_order = arrival, arrival_batch = batch),
+                  DESCRIPTOR(ts), INTERVAL 1 MINUTE) e
+        ON n.uid = e.uid AND n.window_start = e.window_start AND n.window_end = e.window_end
+      """
+    Then each result is emitted after batch:
+      | uid | window_start        | window_end          | name | email | op | firing  | after batch |
+      | 1   | 2024-01-01 00:00:00 | 2024-01-01 00:01:00 | Ann  | a@x   | +I | on_time | 4           |
+      | 1   | 2024-01-01 00:00:00 | 2024-01-01 00:01:00 | Ann  | ann@y | +I | on_time | 4           |
+      | 1   | 2024-01-01 00:00:00 | 2024-01-01 00:01:00 | Anna | a@x   | +I | on_time | 4           |
+      | 1   | 2024-01-01 00:00:00 | 2024-01-01 00:01:00 | Anna | ann@y | +I | on_time | 4           |
+      | 2   | 2024-01-01 00:00:00 | 2024-01-01 00:01:00 | Bob  | b@x   | +I | on_time | 4           |
+      | 2   | 2024-01-01 00:01:00 | 2024-01-01 00:02:00 | Bo   | bo@x  | +I | final   | end         |
+
+    Examples:
+      | mode                             |
+      | replay                           |
+      | streaming                        |
+      | streaming restarted after batch 2 |
+
+  @AP-12
+  Scenario: Merging two finished tables: the same inner join over complete input is Spark's own join
+    # Every row is on time over a finished table, and the join is the same.
+    Given the table "names":
+      | uid:int | name | ts:timestamp        |
+      | 1       | Ann  | 2024-01-01 00:00:05 |
+      | 2       | Bob  | 2024-01-01 00:00:10 |
+      | 1       | Anna | 2024-01-01 00:00:40 |
+      | 3       | Cid  | 2024-01-01 00:01:10 |
+      | 2       | Bo   | 2024-01-01 00:01:20 |
+    And the table "emails":
+      | uid:int | email | ts:timestamp        |
+      | 1       | a@x   | 2024-01-01 00:00:20 |
+      | 1       | ann@y | 2024-01-01 00:00:50 |
+      | 4       | d@z   | 2024-01-01 00:00:55 |
+      | 2       | b@x   | 2024-01-01 00:00:58 |
+      | 2       | bo@x  | 2024-01-01 00:01:05 |
+    When I run the query:
+      """
+      SELECT n.uid, n.window_start, n.name, e.email
+      FROM TUMBLE(TABLE names, DESCRIPTOR(ts), INTERVAL 1 MINUTE) n
+      JOIN TUMBLE(TABLE emails, DESCRIPTOR(ts), INTERVAL 1 MINUTE) e
+        ON n.uid = e.uid AND n.window_start = e.window_start AND n.window_end = e.window_end
+      """
+    Then the result is:
+      | uid | window_start        | name | email |
+      | 1   | 2024-01-01 00:00:00 | Ann  | a@x   |
+      | 1   | 2024-01-01 00:00:00 | Ann  | ann@y |
+      | 1   | 2024-01-01 00:00:00 | Anna | a@x   |
+      | 1   | 2024-01-01 00:00:00 | Anna | ann@y |
+      | 2   | 2024-01-01 00:00:00 | Bob  | b@x   |
+      | 2   | 2024-01-01 00:01:00 | Bo   | bo@x  |
+
+  @AP-12
+  Scenario Outline: Merging two streams: a cogroup gathers every value of each input per key and window (<mode>)
+    # Apex's Cogroup accumulation: per key and window, all values of each input. In SQL a FULL
+    # JOIN with join_insert = 'collect': one row per key and window, each side's columns as arrays
+    # in event-time order; an input without rows for the key gives NULL, as a full join does.
+    Given the stream "names", arriving in this order:
+      | uid | name | ts                  | batch | arrival |
+      | 1   | Ann  | 2024-01-01 00:00:05 | 1     | 1       |
+      | 2   | Bob  | 2024-01-01 00:00:10 | 1     | 2       |
+      | 1   | Anna | 2024-01-01 00:00:40 | 2     | 4       |
+      | 3   | Cid  | 2024-01-01 00:01:10 | 3     | 7       |
+      | 2   | Bo   | 2024-01-01 00:01:20 | 4     | 8       |
+    And the stream "emails", arriving in this order:
+      | uid | email | ts                  | batch | arrival |
+      | 1   | ann@y | 2024-01-01 00:00:50 | 1     | 3       |
+      | 1   | a@x   | 2024-01-01 00:00:20 | 2     | 5       |
+      | 4   | d@z   | 2024-01-01 00:00:55 | 2     | 6       |
+      | 2   | b@x   | 2024-01-01 00:00:58 | 4     | 9       |
+      | 2   | bo@x  | 2024-01-01 00:01:05 | 4     | 10      |
+    When I run the query in <mode> mode:
+      """
+      SELECT coalesce(n.uid, e.uid) AS uid, coalesce(n.window_start, e.window_start) AS window_start,
+             n.name AS names, e.email AS emails
+      FROM TUMBLE(TABLE names WATERMARK ts DELAY OF INTERVAL 0 SECONDS
+                  WITH (arrival_order = arrival, arrival_batch = batch, join_insert = 'collect'),
+                  DESCRIPTOR(ts), INTERVAL 1 MINUTE) n
+      FULL JOIN TUMBLE(TABLE emails WATERMARK ts DELAY OF INTERVAL 0 SECONDS
+                  WITH (arrival_order = arrival, arrival_batch = batch),
+                  DESCRIPTOR(ts), INTERVAL 1 MINUTE) e
+        ON n.uid = e.uid AND n.window_start = e.window_start AND n.window_end = e.window_end
+      """
+    Then each result is emitted after batch:
+      | uid | window_start        | names       | emails       | after batch |
+      | 1   | 2024-01-01 00:00:00 | [Ann, Anna] | [a@x, ann@y] | 4           |
+      | 2   | 2024-01-01 00:00:00 | [Bob]       | [b@x]        | 4           |
+      | 4   | 2024-01-01 00:00:00 | NULL        | [d@z]        | 4           |
+      | 2   | 2024-01-01 00:01:00 | [Bo]        | [bo@x]       | end         |
+      | 3   | 2024-01-01 00:01:00 | [Cid]       | NULL         | end         |
+
+    Examples:
+      | mode      |
+      | replay    |
+      | streaming |

@@ -410,3 +410,199 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
       | sensor | window_start        | reduced          |
       | s1     | 2023-12-14 00:00:00 | peak 9, rises 2  |
       | s2     | 2023-12-14 00:00:00 | peak 2, rises 0  |
+
+  @BX-08
+  Scenario Outline: join_window with its defaults: the last value of each stream per key and window, at the window's close (<mode>)
+    # join_window(..., *sides, insert_mode='last', emit_mode='final'): "Gather together the value
+    # for a key on multiple streams ... tuples with the value from each stream in the order of the
+    # argument list". Bytewax fills a side without a value with None: in SQL a FULL JOIN, one
+    # column per stream. join_insert = 'last' keeps each stream's latest value by event time.
+    # The document gives no data; ours: names and emails of users, one arrival sequence. The
+    # window [00:00, 00:01) closes when both streams are past 00:01 (the earlier of the two
+    # watermarks): after batch 4.
+    Given the stream "names", arriving in this order:
+      | uid | name | ts                  | batch | arrival |
+      | 1   | Ann  | 2024-01-01 00:00:05 | 1     | 1       |
+      | 2   | Bob  | 2024-01-01 00:00:10 | 1     | 2       |
+      | 1   | Anna | 2024-01-01 00:00:40 | 2     | 4       |
+      | 3   | Cid  | 2024-01-01 00:01:10 | 3     | 7       |
+      | 2   | Bo   | 2024-01-01 00:01:20 | 4     | 8       |
+    And the stream "emails", arriving in this order:
+      | uid | email | ts                  | batch | arrival |
+      | 1   | a@x   | 2024-01-01 00:00:20 | 1     | 3       |
+      | 1   | ann@y | 2024-01-01 00:00:50 | 2     | 5       |
+      | 4   | d@z   | 2024-01-01 00:00:55 | 2     | 6       |
+      | 2   | b@x   | 2024-01-01 00:00:58 | 4     | 9       |
+      | 2   | bo@x  | 2024-01-01 00:01:05 | 4     | 10      |
+    When I run the query in <mode> mode:
+      """
+      SELECT coalesce(n.uid, e.uid) AS uid, coalesce(n.window_start, e.window_start) AS window_start,
+             n.name, e.email
+      FROM TUMBLE(TABLE names WATERMARK ts DELAY OF INTERVAL 0 SECONDS
+                  WITH (arrival_order = arrival, arrival_batch = batch, join_insert = 'last'),
+                  DESCRIPTOR(ts), INTERVAL 1 MINUTE) n
+      FULL JOIN TUMBLE(TABLE emails WATERMARK ts DELAY OF INTERVAL 0 SECONDS
+                  WITH (arrival_order = arrival, arrival_batch = batch),
+                  DESCRIPTOR(ts), INTERVAL 1 MINUTE) e
+        ON n.uid = e.uid AND n.window_start = e.window_start AND n.window_end = e.window_end
+      """
+    Then each result is emitted after batch:
+      | uid | window_start        | name | email | op | firing  | after batch |
+      | 1   | 2024-01-01 00:00:00 | Anna | ann@y | +I | on_time | 4           |
+      | 2   | 2024-01-01 00:00:00 | Bob  | b@x   | +I | on_time | 4           |
+      | 4   | 2024-01-01 00:00:00 | NULL | d@z   | +I | on_time | 4           |
+      | 2   | 2024-01-01 00:01:00 | Bo   | bo@x  | +I | final   | end         |
+      | 3   | 2024-01-01 00:01:00 | Cid  | NULL  | +I | final   | end         |
+
+    Examples:
+      | mode      |
+      | replay    |
+      | streaming |
+
+  @BX-08
+  Scenario: join_window insert mode 'first' over finished tables: the earliest value of each stream
+    # JoinInsertMode 'first': a stream's first value stays. Over a finished table "first" is the
+    # earliest by event time (a replay breaks ties by arrival). An inner join keeps the keys both
+    # streams have in the window.
+    Given the table "names":
+      | uid:int | name | ts:timestamp        |
+      | 1       | Anna | 2024-01-01 00:00:40 |
+      | 1       | Ann  | 2024-01-01 00:00:05 |
+      | 2       | Bob  | 2024-01-01 00:00:10 |
+      | 2       | Bo   | 2024-01-01 00:01:20 |
+    And the table "emails":
+      | uid:int | email | ts:timestamp        |
+      | 1       | ann@y | 2024-01-01 00:00:50 |
+      | 1       | a@x   | 2024-01-01 00:00:20 |
+      | 4       | d@z   | 2024-01-01 00:00:55 |
+      | 2       | bo@x  | 2024-01-01 00:01:05 |
+    When I run the query:
+      """
+      SELECT n.uid, n.window_start, n.name, e.email
+      FROM TUMBLE(TABLE names WITH (join_insert = 'first'), DESCRIPTOR(ts), INTERVAL 1 MINUTE) n
+      JOIN TUMBLE(TABLE emails, DESCRIPTOR(ts), INTERVAL 1 MINUTE) e
+        ON n.uid = e.uid AND n.window_start = e.window_start AND n.window_end = e.window_end
+      """
+    Then the result is:
+      | uid | window_start        | name | email |
+      | 1   | 2024-01-01 00:00:00 | Ann  | a@x   |
+      | 2   | 2024-01-01 00:01:00 | Bo   | bo@x  |
+
+  @BX-08
+  Scenario Outline: join_window emit mode 'complete': a tuple as soon as every stream has a value, then start again (<mode>)
+    # JoinEmitMode 'complete': emit once every side has a value, then discard the state, so a
+    # key's later values gather anew; nothing is left to emit when the window closes (an
+    # incomplete gathering, as uid 4's, never emits). Arrival order decides: Ann then a@x
+    # (batch 1); Anna then ann@y (batch 2); Bob waits for b@x (batch 4); Bo then bo@x (batch 4).
+    Given the stream "names", arriving in this order:
+      | uid | name | ts                  | batch | arrival |
+      | 1   | Ann  | 2024-01-01 00:00:05 | 1     | 1       |
+      | 2   | Bob  | 2024-01-01 00:00:10 | 1     | 2       |
+      | 1   | Anna | 2024-01-01 00:00:40 | 2     | 4       |
+      | 3   | Cid  | 2024-01-01 00:01:10 | 3     | 7       |
+      | 2   | Bo   | 2024-01-01 00:01:20 | 4     | 8       |
+    And the stream "emails", arriving in this order:
+      | uid | email | ts                  | batch | arrival |
+      | 1   | a@x   | 2024-01-01 00:00:20 | 1     | 3       |
+      | 1   | ann@y | 2024-01-01 00:00:50 | 2     | 5       |
+      | 4   | d@z   | 2024-01-01 00:00:55 | 2     | 6       |
+      | 2   | b@x   | 2024-01-01 00:00:58 | 4     | 9       |
+      | 2   | bo@x  | 2024-01-01 00:01:05 | 4     | 10      |
+    When I run the query in <mode> mode:
+      """
+      SELECT n.uid, n.window_start, n.name, e.email
+      FROM TUMBLE(TABLE names WATERMARK ts DELAY OF INTERVAL 0 SECONDS
+                  WITH (arrival_order = arrival, arrival_batch = batch, join_emit = 'complete'),
+                  DESCRIPTOR(ts), INTERVAL 1 MINUTE) n
+      JOIN TUMBLE(TABLE emails WATERMARK ts DELAY OF INTERVAL 0 SECONDS
+                  WITH (arrival_order = arrival, arrival_batch = batch, join_insert = 'last'),
+                  DESCRIPTOR(ts), INTERVAL 1 MINUTE) e
+        ON n.uid = e.uid AND n.window_start = e.window_start AND n.window_end = e.window_end
+      """
+    Then each result is emitted after batch:
+      | uid | window_start        | name | email | op | firing  | after batch |
+      | 1   | 2024-01-01 00:00:00 | Ann  | a@x   | +I | changes | 1           |
+      | 1   | 2024-01-01 00:00:00 | Anna | ann@y | +I | changes | 2           |
+      | 2   | 2024-01-01 00:00:00 | Bob  | b@x   | +I | changes | 4           |
+      | 2   | 2024-01-01 00:01:00 | Bo   | bo@x  | +I | changes | 4           |
+
+    Examples:
+      | mode      |
+      | replay    |
+      | streaming |
+
+  @BX-08
+  Scenario Outline: join_window emit mode 'running': the key's tuple after every value (<mode>)
+    # JoinEmitMode 'running': emit after every value, with None for the streams without one yet
+    # (a FULL JOIN, after every row: EMIT CHANGES). The window's first tuple is +I, later ones
+    # +U: each replaces the last for that key and window.
+    Given the stream "names", arriving in this order:
+      | uid | name | ts                  | batch | arrival |
+      | 1   | Ann  | 2024-01-01 00:00:05 | 1     | 1       |
+      | 2   | Bob  | 2024-01-01 00:00:10 | 1     | 2       |
+      | 1   | Anna | 2024-01-01 00:00:40 | 2     | 4       |
+      | 3   | Cid  | 2024-01-01 00:01:10 | 3     | 7       |
+      | 2   | Bo   | 2024-01-01 00:01:20 | 4     | 8       |
+    And the stream "emails", arriving in this order:
+      | uid | email | ts                  | batch | arrival |
+      | 1   | a@x   | 2024-01-01 00:00:20 | 1     | 3       |
+      | 1   | ann@y | 2024-01-01 00:00:50 | 2     | 5       |
+      | 4   | d@z   | 2024-01-01 00:00:55 | 2     | 6       |
+      | 2   | b@x   | 2024-01-01 00:00:58 | 4     | 9       |
+      | 2   | bo@x  | 2024-01-01 00:01:05 | 4     | 10      |
+    When I run the query in <mode> mode:
+      """
+      SELECT coalesce(n.uid, e.uid) AS uid, coalesce(n.window_start, e.window_start) AS window_start,
+             n.name, e.email
+      FROM TUMBLE(TABLE names WATERMARK ts DELAY OF INTERVAL 0 SECONDS
+                  WITH (arrival_order = arrival, arrival_batch = batch, join_insert = 'last'),
+                  DESCRIPTOR(ts), INTERVAL 1 MINUTE) n
+      FULL JOIN TUMBLE(TABLE emails WATERMARK ts DELAY OF INTERVAL 0 SECONDS
+                  WITH (arrival_order = arrival, arrival_batch = batch),
+                  DESCRIPTOR(ts), INTERVAL 1 MINUTE) e
+        ON n.uid = e.uid AND n.window_start = e.window_start AND n.window_end = e.window_end
+      EMIT CHANGES
+      """
+    Then each result is emitted after batch:
+      | uid | window_start        | name | email | op | after batch |
+      | 1   | 2024-01-01 00:00:00 | Ann  | NULL  | +I | 1           |
+      | 2   | 2024-01-01 00:00:00 | Bob  | NULL  | +I | 1           |
+      | 1   | 2024-01-01 00:00:00 | Ann  | a@x   | +U | 1           |
+      | 1   | 2024-01-01 00:00:00 | Anna | a@x   | +U | 2           |
+      | 1   | 2024-01-01 00:00:00 | Anna | ann@y | +U | 2           |
+      | 4   | 2024-01-01 00:00:00 | NULL | d@z   | +I | 2           |
+      | 3   | 2024-01-01 00:01:00 | Cid  | NULL  | +I | 3           |
+      | 2   | 2024-01-01 00:01:00 | Bo   | NULL  | +I | 4           |
+      | 2   | 2024-01-01 00:00:00 | Bob  | b@x   | +U | 4           |
+      | 2   | 2024-01-01 00:01:00 | Bo   | bo@x  | +U | 4           |
+
+    Examples:
+      | mode      |
+      | replay    |
+      | streaming |
+
+  @BX-08
+  Scenario Outline: Session windows cannot be joined: the sides' sessions would not line up (<mode>)
+    # "Event-time session windows cannot be used with a windowed join" in Bytewax. A session
+    # depends on its own side's rows, so the two sides' sessions differ; sqlwin refuses too, in
+    # replay and streaming (over finished tables the join of each side's sessions is plain SQL).
+    Given the stream "names", arriving in this order:
+      | uid | name | ts                  | batch |
+      | 1   | Ann  | 2024-01-01 00:00:05 | 1     |
+    And the stream "emails", arriving in this order:
+      | uid | email | ts                  | batch |
+      | 1   | a@x   | 2024-01-01 00:00:20 | 1     |
+    When I run the query in <mode> mode:
+      """
+      SELECT n.uid, n.name, e.email
+      FROM SESSION(TABLE names WITH (arrival_order = arrival), DESCRIPTOR(ts), INTERVAL 1 MINUTE) n
+      JOIN SESSION(TABLE emails WITH (arrival_order = arrival), DESCRIPTOR(ts), INTERVAL 1 MINUTE) e
+        ON n.uid = e.uid AND n.window_start = e.window_start AND n.window_end = e.window_end
+      """
+    Then it fails with a unsupported error at line 2, column 6: "SESSION cannot be joined"
+    And the error says what is accepted: "TUMBLE, HOP or CUMULATE on every side"
+
+    Examples:
+      | mode      |
+      | replay    |
+      | streaming |

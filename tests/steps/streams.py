@@ -30,8 +30,11 @@ def streams():
 @given(parsers.parse('the stream "{name}", arriving in this order:'))
 def given_stream(spark, streams, name: str, datatable):
     header, *rows = datatable
-    create_table(spark, name, [header + ["arrival:int"]] + [row + [str(i + 1)] for i, row in enumerate(rows)])
     names = [h.split(":")[0].strip() for h in header]
+    if "arrival" in names:  # the inputs of a join number their rows in one arrival sequence, given
+        create_table(spark, name, datatable)
+    else:
+        create_table(spark, name, [header + ["arrival:int"]] + [row + [str(i + 1)] for i, row in enumerate(rows)])
     streams[name] = "batch" if "batch" in names else None
 
 
@@ -67,6 +70,9 @@ def _replay(sw, spark, outcome, query: str) -> None:
 
 def _stream(sw, spark, streams, outcome, tmp_path, query: str, restart_after: int | None = None) -> None:
     plan = sw.plan(query)
+    if plan.join is not None:  # the join's inputs, each a source of the one stream
+        _stream_join(sw, spark, streams, outcome, tmp_path, query, plan, restart_after)
+        return
     source = plan.windows[0].source
     batch_column = streams.get(source)
     table = spark.table(source)
@@ -82,6 +88,19 @@ def _stream(sw, spark, streams, outcome, tmp_path, query: str, restart_after: in
     if plan.late_into:
         outcome["late"] = {}
         _outcome(outcome["late"], fed.late_schema, fed.late_rows)
+
+
+def _stream_join(sw, spark, streams, outcome, tmp_path, query, plan, restart_after) -> None:
+    tables = {side.source: spark.table(side.source) for side in plan.join.sides}
+    assert all(streams.get(name) == "batch" for name in tables), "a join's streams need a batch column each"
+    fed = feed_stream(sw, query, tables, None, "batch", "arrival", workdir=str(tmp_path / "stream"),
+                      restart_after=restart_after)
+    _outcome(outcome, fed.schema, fed.rows)
+    batch_values = sorted({r[0] for table in tables.values() for r in table.select("batch").collect()})
+    labels = []
+    for value, emitted in zip(batch_values, fed.per_batch):
+        labels += [value] * len(emitted)
+    outcome["batches"] = labels + ["end"] * (len(fed.rows) - len(labels))
 
 
 def _outcome(target: dict, schema, rows) -> None:
