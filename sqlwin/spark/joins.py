@@ -43,10 +43,10 @@ class JoinQuery(StatefulQuery):
     def result_sql(self, typed: str) -> str:
         select: exp.Select = self.plan.ast
         outputs = []
-        for item in select.expressions:
+        for item in self._expanded(select.expressions):
             rewritten = self._rewrite(item.copy())
             if not isinstance(item, exp.Alias) and isinstance(item, exp.Column):
-                rewritten = exp.alias_(rewritten, item.name, quoted=True)
+                rewritten = exp.alias_(rewritten, self._output_name(item), quoted=True)
             outputs.append(rewritten.sql(dialect="spark"))
         join = self.plan.join
         op = "'+I'" if join.emit_mode == "complete" else "__op"
@@ -56,12 +56,35 @@ class JoinQuery(StatefulQuery):
         return (f"SELECT {', '.join(outputs + system)} FROM {typed} "
                 f"LATERAL VIEW explode(__agg0) __joined AS __t{condition}")
 
+    def _expanded(self, items: list[exp.Expr]) -> list[exp.Expr]:
+        """`*` and `l.*` as Spark expands them over the annotated sides: each side's columns, then its
+        window_start, window_end and window_time."""
+        join = self.plan.join
+        out: list[exp.Expr] = []
+        for item in items:
+            star = item if isinstance(item, exp.Star) else item.this if (
+                isinstance(item, exp.Column) and isinstance(item.this, exp.Star)) else None
+            if star is None:
+                out.append(item)
+                continue
+            table = item.table.lower() if isinstance(item, exp.Column) else ""
+            if table and table not in join.names:
+                raise SqlwinValidationError(f"{item.table} is not a side of the join", node_position(item),
+                                            ", ".join(join.names), query=self.plan.sql)
+            for side, name in enumerate(join.names):
+                if table and name != table:
+                    continue
+                names = [c[0] for c in self.side_columns[side] if c[0].lower() not in WINDOW_BOUNDS]
+                for column in [*names, *WINDOW_BOUNDS]:
+                    out.append(exp.column(column, table=name, quoted=True))
+        return out
+
     def _rewrite(self, node: exp.Expr) -> exp.Expr:
         join = self.plan.join
         if any(isinstance(n, exp.Star) for n in node.walk()):
             raise SqlwinUnsupportedError(
-                "A windowed join in replay or streaming names its columns: * is not expanded", node_position(node),
-                "SELECT l.k, l.window_start, l.window_end, l.v, r.w ...", query=self.plan.sql)
+                "A windowed join in replay or streaming expands * only as a whole select item", node_position(node),
+                "SELECT *, SELECT l.*, or the columns by name", query=self.plan.sql)
 
         def replace(n: exp.Expr) -> exp.Expr:
             if not isinstance(n, exp.Column):
@@ -84,6 +107,13 @@ class JoinQuery(StatefulQuery):
             return exp.maybe_parse(_from_runtime(value, kind), dialect="spark")
 
         return node.transform(replace)
+
+    def _output_name(self, column: exp.Column) -> str:
+        """The name Spark gives a selected column: the input's own spelling."""
+        side = self._side_of(column)
+        if side is None or column.name.lower() in WINDOW_BOUNDS:
+            return column.name.lower() if column.name.lower() in WINDOW_BOUNDS else column.name
+        return next(c[0] for c in self.side_columns[side] if c[0].lower() == column.name.lower())
 
     def _side_of(self, column: exp.Column) -> int | None:
         join = self.plan.join
