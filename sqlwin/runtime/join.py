@@ -22,7 +22,6 @@ columns of an absent side NULL (and `present` False), which the SQL around it ex
 
 from __future__ import annotations
 
-import itertools
 import typing as t
 
 from sqlwin.runtime.aggregates import Aggregate, order_key

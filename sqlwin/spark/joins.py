@@ -14,7 +14,6 @@ Values cross to the runtime as Spark hands them over; TIMESTAMP and DATE columns
 from __future__ import annotations
 
 import dataclasses
-import typing as t
 
 from sqlglot import exp
 
@@ -187,7 +186,7 @@ def prepare_join(plan: QueryPlan, mode: str, bucket_count: int, bucket_ids: tupl
             raise SqlwinValidationError(
                 f"{option} must have one type on every side (one arrival sequence shared by the inputs), got "
                 f"{' and '.join(sorted(k.upper() for k in kinds))}", sides[1].position,
-                f"CAST(... AS BIGINT) in a subquery", query=plan.sql)
+                "CAST(... AS BIGINT) in a subquery", query=plan.sql)
     keys = len(join.keys[0])
     side_columns: list[list[tuple[str, str, str]]] = []
     argument_sql = ["__side"]

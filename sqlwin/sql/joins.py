@@ -214,7 +214,7 @@ def _check_watermarks(sides, fail) -> None:
         for name in ("delay", "strategy", "scope", "idle_timeout", "idle_clock", "lateness_rule"):
             if getattr(mark, name) != getattr(first, name):
                 fail(f"The sides of a windowed join share one watermark rule; {name} differs", side.node,
-                     f"the same WATERMARK ... DELAY OF and options on every side (the merged watermark is the "
+                     "the same WATERMARK ... DELAY OF and options on every side (the merged watermark is the "
                      "earliest of the sides')")
         for option in ("arrival_order", "arrival_batch", "arrival_time"):
             if (option in side.options) != (option in sides[0].options):
