@@ -50,6 +50,7 @@ class Sqlwin:
     def __init__(self, spark: "SparkSession"):
         self.spark = spark
         self.runner = SparkRunner(spark)
+        self.runner.planner = self.plan  # lowerings plan the parts of a query (AP-11) without the API
 
     # -- public ------------------------------------------------------------------
 

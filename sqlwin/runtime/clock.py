@@ -35,6 +35,10 @@ class Clock:
             self._raise_to(batch_min)
         elif spec.strategy == "ingestion_time":
             self._raise_to(now)
+        elif spec.strategy == "upstream":
+            # AP-11: rows that are windows an upstream aggregation fired, timed by window_time (the
+            # end - 1 us): that window's end had been reached upstream, so the watermark is there.
+            self._raise_to(batch_max + 1)
         elif spec.strategy == "bytewax":
             # Bytewax's EventClock: a timestamp becomes the new reference only when it would
             # push the watermark forward, so the clock never goes backwards.
@@ -155,7 +159,7 @@ def check_watermark(spec: WatermarkSpec, processing_time: bool) -> None:
     if not isinstance(spec, WatermarkSpec):
         raise RuntimeConfigError(f"watermark must be a WatermarkSpec, got {spec!r}")
     choices = {
-        "strategy": ("max_event_time", "min_event_time", "bytewax", "ingestion_time"),
+        "strategy": ("max_event_time", "min_event_time", "bytewax", "ingestion_time", "upstream"),
         "scope": ("key", "stream"),
         "idle_clock": ("processing_time", "event_time"),
         "lateness_rule": ("window_closed", "before_watermark"),

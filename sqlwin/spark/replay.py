@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from sqlwin.spark.operator import RECORD_TYPES, record_columns, replay_partition, vectorisable
 from sqlwin.spark.stateful import check_input_types, RESULT_ORDER, StatefulQuery, prepare_stateful
-from sqlwin.sql.plan import QueryPlan
+from sqlwin.sql.plan import QueryPlan, outer_query
 
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -31,6 +31,7 @@ class ReplayResult:
     late: "DataFrame | None"
     query: StatefulQuery
     batched: "DataFrame"  # the result with __batch: the arrival batch after which each row was emitted
+    ordered: "DataFrame | None" = None  # the result with __batch and __seq (emission order)
 
 
 def is_replay(plan: QueryPlan) -> bool:
@@ -38,6 +39,8 @@ def is_replay(plan: QueryPlan) -> bool:
 
 
 def run_replay(runner: "SparkRunner", plan: QueryPlan) -> ReplayResult:
+    if plan.propagation is not None:
+        return _replay_chain(runner, plan)
     query = prepare_stateful(plan, "replay", runner.shuffle_partitions)
     rows = runner.sql(query.input_sql(arrival=True), plan.sql)
     check_input_types(query, rows.schema)
@@ -65,14 +68,26 @@ def run_replay(runner: "SparkRunner", plan: QueryPlan) -> ReplayResult:
     typed = f"({query.typed_emissions_sql(name)})"
     # In emission order: gathered into one partition and sorted there. A global orderBy would
     # first run a sampling job for its range partitioning, which replays the whole input again.
-    batched = runner.sql(query.result_sql(typed), plan.sql).repartition(1).sortWithinPartitions(*RESULT_ORDER)
+    ordered = runner.sql(query.result_sql(typed), plan.sql).repartition(1).sortWithinPartitions(*RESULT_ORDER)
+    batched = ordered
     result = batched.drop(*RESULT_ORDER)
     late = None
     if plan.late_into:
         late = runner.sql(query.late_sql(name), plan.sql).repartition(1).sortWithinPartitions("__batch") \
             .drop("__batch")
         late.createOrReplaceTempView(plan.late_into)
-    return ReplayResult(result, late, query, batched.drop("__seq"))
+    return ReplayResult(result, late, query, batched.drop("__seq"), ordered)
+
+
+def _replay_chain(runner: "SparkRunner", plan: QueryPlan) -> ReplayResult:
+    """AP-11: the inner windowed aggregation replays first; its results, in the order and the arrival
+    batches it emitted them, are the recorded stream the outer aggregation replays."""
+    inner = run_replay(runner, runner.planner(plan.propagation.inner_sql))
+    view = f"__sqlwin_stage_{uuid.uuid4().hex[:12]}"
+    inner.ordered.selectExpr("*", "row_number() OVER (ORDER BY __batch, __seq) AS __arrival").drop("__seq") \
+        .createOrReplaceTempView(view)
+    outer = runner.planner(outer_query(plan, view, {"arrival_order": "__arrival", "arrival_batch": "__batch"}))
+    return run_replay(runner, outer)
 
 
 def explain_replay(runner: "SparkRunner", plan: QueryPlan):

@@ -14,13 +14,17 @@ from sqlwin.errors import Position, SqlwinError, SqlwinValidationError, hide_int
 
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from sqlwin.sql.plan import QueryPlan
 
 
 class SparkRunner:
     """One SparkSession: generated SQL runs here, its errors come back as sqlwin errors."""
 
-    def __init__(self, spark: "SparkSession"):
+    def __init__(self, spark: "SparkSession", planner: "t.Callable[[str], QueryPlan] | None" = None):
         self.spark = spark
+        # The plan of a query text, as the API makes it (schemas from the catalog): a lowering that
+        # runs a query in parts (window propagation, AP-11) plans each part with it.
+        self.planner = planner
 
     def sql(self, sql: str, original: str) -> "DataFrame":
         """Run generated `sql`; an analysis error points into `original`, the user's query."""

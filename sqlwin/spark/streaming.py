@@ -35,14 +35,14 @@ from pathlib import Path
 
 from pyspark.sql import functions as F
 
-from sqlwin.errors import SqlwinError, SqlwinUsageError
+from sqlwin.errors import SqlwinError, SqlwinUnsupportedError, SqlwinUsageError
 from sqlwin.spark.connect import is_connect
 from sqlwin.spark.operator import END_OF_INPUT, PACKED_SCHEMA, OperatorConfig, pack_rows, vectorisable
 from sqlwin.spark.replay import integral_flags, record_schema
 from sqlwin.spark.processor import WindowProcessor
 from sqlwin.spark.stateful import StatefulQuery, check_input_types, prepare_stateful
 from sqlwin.outputs import claim_sinks
-from sqlwin.sql.plan import describe_emit, describe_time, describe_watermark, describe_windower
+from sqlwin.sql.plan import describe_emit, describe_time, describe_watermark, describe_windower, outer_query
 from sqlwin.sql.text import quote_identifier
 
 if t.TYPE_CHECKING:
@@ -76,6 +76,7 @@ class StreamingWindowQuery:
     late_schema: t.Any = None
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)  # this start of the stream
     _records: dict = field(default_factory=dict, repr=False)  # batch record files read so far, by name
+    control_buckets: tuple = ()  # the bucket ids every stage of the stream has (end of input reaches each)
 
     def refresh(self) -> None:
         """What the sink writer recorded, read back from the checkpoint. The writer runs where
@@ -120,7 +121,7 @@ class StreamingWindowQuery:
     def end_input(self) -> None:
         """The stream has ended: close every window (BW-12), as a replay does at the end of its table."""
         control = Path(self.checkpoint) / "sqlwin-control"
-        rows = [{"__bucket": b, "__control": END_OF_INPUT} for b in self.stateful.bucket_ids]
+        rows = [{"__bucket": b, "__control": END_OF_INPUT} for b in self.control_buckets or self.stateful.bucket_ids]
         path = control / f"end-{uuid.uuid4().hex}.json"
         tmp = control / f".{path.name}.tmp"
         tmp.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
@@ -208,26 +209,72 @@ def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], q
                                    hint="spark.readStream...load(), or a directory of files")
         frame.createOrReplaceTempView(quote_identifier(name))  # the table's own name, whatever it holds
     plan = plan_of(query_text)
+    upstream = None
+    if plan.propagation is not None:
+        # AP-11: the inner windowed aggregation is the first stateful stage of the same stream; its
+        # results, as a view, are the outer query's input, the second stage.
+        upstream = plan_of(plan.propagation.inner_sql)
+        if upstream.propagation is not None or upstream.aggregation is None:
+            prepare_stateful(upstream, "streaming", 1)  # says why the inner query cannot run
+            raise SqlwinUnsupportedError("A stream chains two windowed aggregations, not more",
+                                         plan.propagation.outer.position, query=query_text)
+    first = upstream if upstream is not None else plan
     # A query a stream refuses is refused before anything is written into the checkpoint.
-    probe = prepare_stateful(plan, "streaming", 1)
+    probe = prepare_stateful(first, "streaming", 1)
     check_input_types(probe, runner.sql(probe.input_sql(arrival=False), query_text).schema)
     bucket_ids = _bucket_layout(spark, checkpoint, query_text, buckets)
     buckets = len(bucket_ids)
-    stateful = prepare_stateful(plan, "streaming", buckets, bucket_ids)
-    _check_restart(checkpoint, query_text, stateful, plan_of)
+    stateful = prepare_stateful(first, "streaming", buckets, bucket_ids)
+    if upstream is None:
+        _check_restart(checkpoint, query_text, stateful, plan_of)
     claim.commit()  # the checkpoint's identity in sqlwin.json, a marker naming it in each sink
     _remember_source_schemas(checkpoint, read_schemas)
+    control_dir = Path(checkpoint) / "sqlwin-control"
+    control_dir.mkdir(parents=True, exist_ok=True)
+    control = spark.readStream.schema("__bucket INT, __control STRING").json(str(control_dir))
+    output, schema, clock = _window_operator(runner, stateful, query_text, control)
+    control_buckets = tuple(stateful.bucket_ids or range(stateful.bucket_count))
+    if upstream is not None:
+        if clock != "none":
+            raise SqlwinUnsupportedError(
+                "A stream of two chained windowed aggregations follows event time only", first.windows[0].position,
+                "event-time windows and EMIT without intervals in the inner query", query=query_text)
+        view = f"__sqlwin_stage_{uuid.uuid4().hex[:12]}"
+        output.createOrReplaceTempView(f"{view}_records")
+        typed = f"({stateful.typed_emissions_sql(f'{view}_records')})"
+        runner.sql(stateful.result_sql(typed), query_text).drop("__batch", "__seq").createOrReplaceTempView(view)
+        outer = plan_of(outer_query(plan, view, {}))
+        stateful = prepare_stateful(outer, "streaming", buckets, bucket_ids)
+        output, schema, clock = _window_operator(runner, stateful, query_text, control)
+        control_buckets = tuple(sorted(set(control_buckets) | set(stateful.bucket_ids or range(stateful.bucket_count))))
+        if clock != "none":
+            raise SqlwinUnsupportedError(
+                "A stream of two chained windowed aggregations follows event time only", outer.windows[0].position,
+                "event-time windows and EMIT without intervals in the outer query", query=query_text)
+    source_name = (_source_table(stateful) or "").lower()
+    malformed = {name.lower(): frame for name, frame in malformed.items()}
+    if source_name in malformed:  # rows that did not convert join the operator's records as rejected rows
+        output = output.unionByName(_malformed_records(malformed[source_name], stateful, schema))
+    handle = StreamingWindowQuery(None, sink, late_sink, checkpoint, buckets, stateful, clock,
+                                  control_buckets=control_buckets)
+    handle.bucket_stats = _load_progress(checkpoint)
+    writer = output.writeStream.foreachBatch(_sink_writer(stateful, handle)) \
+        .option("checkpointLocation", str(Path(checkpoint) / "spark"))
+    if trigger:
+        writer = writer.trigger(**trigger)
+    handle.query = writer.start()
+    return handle
+
+
+def _window_operator(runner: "SparkRunner", stateful: StatefulQuery, query_text: str, control: "DataFrame"):
+    """One stateful stage: the query's input rows packed, with the control rows, through the window
+    runtime in transformWithStateInPandas. (records, their schema, the clock that drives timers)"""
     rows = runner.sql(stateful.input_sql(arrival=False), query_text)
     schema = record_schema(stateful, rows)
     config = stateful.config
     clock = "arrival" if stateful.relation.options.get("arrival_time") else (
         "processing" if config.timers else "none")
-    from pyspark.sql import functions as F
-
     packed = rows.mapInArrow(pack_rows, PACKED_SCHEMA).withColumn("__control", F.lit(None).cast("string"))
-    control_dir = Path(checkpoint) / "sqlwin-control"
-    control_dir.mkdir(parents=True, exist_ok=True)
-    control = spark.readStream.schema("__bucket INT, __control STRING").json(str(control_dir))
     operator_input = packed.unionByName(control, allowMissingColumns=True)
     time_mode = "None"
     if clock == "arrival":
@@ -244,20 +291,8 @@ def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], q
         time_mode = "ProcessingTime"
     processor = WindowProcessor(config, integral_flags(rows), clock, _tick_ms(config), operator_input.columns,
                                 rows.columns, vectorisable(config, rows.schema))
-    output = operator_input.groupBy("__bucket").transformWithStateInPandas(
-        processor, schema, "Append", time_mode)
-    source_name = (_source_table(stateful) or "").lower()
-    malformed = {name.lower(): frame for name, frame in malformed.items()}
-    if source_name in malformed:  # rows that did not convert join the operator's records as rejected rows
-        output = output.unionByName(_malformed_records(malformed[source_name], stateful, schema))
-    handle = StreamingWindowQuery(None, sink, late_sink, checkpoint, buckets, stateful, clock)
-    handle.bucket_stats = _load_progress(checkpoint)
-    writer = output.writeStream.foreachBatch(_sink_writer(stateful, handle)) \
-        .option("checkpointLocation", str(Path(checkpoint) / "spark"))
-    if trigger:
-        writer = writer.trigger(**trigger)
-    handle.query = writer.start()
-    return handle
+    output = operator_input.groupBy("__bucket").transformWithStateInPandas(processor, schema, "Append", time_mode)
+    return output, schema, clock
 
 
 def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None = None):

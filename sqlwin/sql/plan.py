@@ -28,6 +28,7 @@ from sqlwin.sql.dialect import (
     LateRowsInto,
     SqlwinDialect,
     TableArg,
+    WindowOption,
     WindowOptions,
     WindowTVF,
     edit_distance,
@@ -131,6 +132,20 @@ class WindowAggregation:
 
 
 @dataclass
+class Propagation:
+    """A windowed aggregation over the result of another (AP-11, window propagation): the inner
+    one runs first and its results are the outer's input, as Apex chains windowed operators and
+    Flink cascades window aggregations over `window_time`."""
+
+    inner_sql: str  # the inner query alone, with the statement's CTEs it may read
+    outer: "WindowRelation"  # the outer window function, whose TABLE argument is the inner result
+    cte: str | None  # the CTE that holds the inner query (None: TABLE (SELECT ...))
+    # The outer's watermark follows the inner's firings ('upstream'): the outer gave none of its own,
+    # and the inner has one clock for the stream, so its firings come in the order of its windows.
+    inherit: bool = False
+
+
+@dataclass
 class QueryPlan:
     sql: str
     ast: exp.Expr
@@ -143,6 +158,7 @@ class QueryPlan:
     time_zone: str = "UTC"  # spark.sql.session.timeZone: how a TIMESTAMP '...' literal was read
     join: "WindowJoin | None" = None  # window functions joined per key and window (sql/joins.py)
     join_refusal: SqlwinError | None = None  # why window functions joined otherwise are not such a join
+    propagation: Propagation | None = None  # an aggregation over another's windowed result (AP-11)
 
     @property
     def plain_spark(self) -> bool:
@@ -160,7 +176,7 @@ def uses_sqlwin_syntax(ast: exp.Expr) -> bool:
 
 
 OPTION_VALUES: dict[str, tuple[str, ...] | None] = {
-    "watermark_strategy": ("max_event_time", "min_event_time", "bytewax", "ingestion_time"),
+    "watermark_strategy": ("max_event_time", "min_event_time", "bytewax", "ingestion_time", "upstream"),
     "watermark_scope": ("key", "stream"),
     "idle_timeout": None,  # an interval
     "idle_clock": ("processing_time", "event_time"),
@@ -269,8 +285,9 @@ def _finish(sql: str, ast: exp.Expr, windows: list[WindowRelation]) -> QueryPlan
                     _fail(f"{option} belongs to a windowed join", window.node,
                           "FROM TUMBLE(...) l JOIN TUMBLE(...) r ON l.k = r.k AND l.window_start = r.window_start "
                           "AND l.window_end = r.window_end")
-    return QueryPlan(sql, ast, windows, emit, late_into, _aggregation(ast, windows), emit_position, join=join,
-                     join_refusal=refusal)
+    propagation = _propagation(ast, windows)
+    return QueryPlan(sql, ast, windows, emit, late_into, _aggregation(ast, windows, propagation), emit_position,
+                     join=join, join_refusal=refusal, propagation=propagation)
 
 
 def _node_position(node: exp.Expr | None, text: str | None = None) -> Position | None:
@@ -798,8 +815,70 @@ def _micros_or_none(node: exp.Expr | None, what: str) -> int | None:
 # -- the aggregation shape -------------------------------------------------------------
 
 
-def _aggregation(ast: exp.Expr, windows: list[WindowRelation]) -> WindowAggregation | None:
+def _propagation(ast: exp.Expr, windows: list[WindowRelation]) -> Propagation | None:
+    """The outer window function reads, as its TABLE, a query (a CTE of the statement, or TABLE (SELECT
+    ...)) that holds every other window function of the statement."""
+    if not isinstance(ast, exp.Select) or len(windows) < 2:
+        return None
+    from_ = ast.args.get("from_")
+    outer = next((w for w in windows if from_ is not None and w.node is from_.this), None)
+    if outer is None or ast.args.get("joins"):
+        return None
+    table = outer.node.find(TableArg).this
+    with_ = ast.args.get("with_")
+    ctes = list(with_.expressions) if with_ is not None else []
+    if isinstance(table, exp.Subquery):
+        body, cte, before = table.this, None, ctes
+    elif isinstance(table, exp.Table) and not table.db:
+        match = next((i for i, c in enumerate(ctes) if c.alias_or_name.lower() == table.name.lower()), None)
+        if match is None:
+            return None
+        body, cte, before = ctes[match].this, ctes[match].alias_or_name, ctes[:match]
+    else:
+        return None
+    inner_nodes = {id(n) for n in body.find_all(WindowTVF)}
+    if not inner_nodes or any(id(w.node) not in inner_nodes for w in windows if w is not outer):
+        return None
+    prefix = f"WITH {', '.join(c.sql(dialect=SqlwinDialect) for c in before)} " if before else ""
+    body = body.copy()
+    body.set("alias", None)  # TABLE (SELECT ...) names its query for Spark; alone it needs none
+    outer_arg = outer.node.find(TableArg)
+    inner = [w for w in windows if w is not outer]
+    inherit = (outer_arg.args.get("watermark") is None and "watermark_strategy" not in outer.options
+               and outer.time is not None and outer.time.name is not None
+               and outer.time.name.lower() == "window_time"
+               and all(not w.partition_by or w.watermark.scope == "stream" for w in inner))
+    return Propagation(prefix + body.sql(dialect=SqlwinDialect), outer, cte, inherit)
+
+
+def outer_query(plan: "QueryPlan", source: str, options: dict[str, str]) -> str:
+    """The outer query of a propagation reading `source` (a view of the inner results) in place of the
+    inner query, with `options` added to its TABLE argument's (the replay's arrival columns)."""
+    ast = plan.ast.copy()
+    originals = list(plan.ast.find_all(WindowTVF))
+    node = list(ast.find_all(WindowTVF))[next(i for i, n in enumerate(originals) if n is plan.propagation.outer.node)]
+    table_arg = node.find(TableArg)
+    table_arg.set("this", exp.to_table(source))
+    if plan.propagation.inherit:
+        options = {**options, "watermark_strategy": "upstream"}
+    if options:
+        given = table_arg.args.get("options")
+        items = list(given.expressions) if given is not None else []
+        items += [WindowOption(this=exp.to_identifier(k), expression=exp.Literal.string(v) if k == "watermark_strategy"
+                               else exp.column(v)) for k, v in options.items()]
+        table_arg.set("options", WindowOptions(expressions=items))
+    with_ = ast.args.get("with_")
+    if with_ is not None and plan.propagation.cte is not None:
+        kept = [c for c in with_.expressions if c.alias_or_name.lower() != plan.propagation.cte.lower()]
+        ast.set("with_", exp.With(expressions=kept) if kept else None)
+    return ast.sql(dialect=SqlwinDialect)
+
+
+def _aggregation(ast: exp.Expr, windows: list[WindowRelation],
+                 propagation: Propagation | None = None) -> WindowAggregation | None:
     """Recognise SELECT ... FROM <window fn> [WHERE ...] GROUP BY keys, window_start, window_end."""
+    if propagation is not None:
+        windows = [propagation.outer]
     if not isinstance(ast, exp.Select) or len(windows) != 1:
         return None
     relation = windows[0]

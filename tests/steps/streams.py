@@ -73,7 +73,8 @@ def _stream(sw, spark, streams, outcome, tmp_path, query: str, restart_after: in
     if plan.join is not None:  # the join's inputs, each a source of the one stream
         _stream_join(sw, spark, streams, outcome, tmp_path, query, plan, restart_after)
         return
-    source = plan.windows[0].source
+    # A chain of windowed aggregations (AP-11) reads the stream in its inner window function.
+    source = next(w.source for w in plan.windows if plan.propagation is None or w is not plan.propagation.outer)
     batch_column = streams.get(source)
     table = spark.table(source)
     fed = feed_stream(sw, query, table, source, batch_column, "arrival", workdir=str(tmp_path / "stream"),
