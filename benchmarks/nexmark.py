@@ -1,4 +1,76 @@
-"""DOCSTRING"""
+"""Nexmark-shaped benchmark of sqlwin's streaming mode: q5, q7, q8 and q11 against native Spark.
+
+    PYSPARK_PYTHON=.venv/bin/python .venv/bin/python benchmarks/nexmark.py \\
+        [--events 3000000] [--batches 30] [--warmup-batches 2] [--rate 10000] [--only q5 ...] \\
+        [--per-key] [--out-of-order N] [--shuffle-partitions 2] [--no-native] [--keep]
+
+Data. A NumPy generator of Nexmark's three streams with the distributions of the Nexmark
+generator (nexmark/nexmark's Flink generator and Beam's, read for their rules, not copied):
+event n is a person, an auction or a bid by n mod 50 (1 : 3 : 46); its time is base + n / rate
+(`--rate` events per second of event time, default 10,000, Nexmark's default first event rate);
+the k-th person / auction has id 1000 + k; an auction's seller is with probability 3/4 the hot
+seller (the first of the newest group of 100 people), else one of the 1,000 newest people (or up
+to 10 ids ahead); a bid's auction is with probability 1/2 the hot auction (the first of the newest
+group of 100 auctions), else one of the 100 newest auctions (+10 ahead); its bidder with
+probability 3/4 the hot bidder (the second of the newest group of 100 people), else an active
+person; prices 10^(6u) * 100 cents; an auction expires after up to twice the time 100 more
+auctions take; 5 categories; half the bids on one of 4 hot channels, the rest on 10,000 others;
+names, cities, states, emails, credit cards and the `extra` padding to Nexmark's average event
+sizes (person 200, auction 500, bid 100 bytes). Differences: Flink's BidGenerator adds the
+first person id to the bidder twice (bidders start at 2000), here once; random strings never
+start or end with a space where Nexmark trims them; `--out-of-order N` scrambles each group of N
+events as Nexmark's outOfOrderGroupSize (default 1: in order, so no row is ever late). The
+events are split into `--batches` micro-batches (consecutive event numbers), each written as
+one parquet file per stream (pyarrow, coerce_timestamps="us") into per-stream directories;
+3M events take ~5 s.
+
+Queries (benchmarks/nexmark_queries/*.sql, sqlwin SQL, each with a 5 s watermark delay and no
+PARTITION BY, i.e. one clock for the stream as Flink's and Spark's watermark):
+- q5 hot items: bids per auction per HOP (slide 2 s, size 10 s) window -- the stateful part;
+  the "auctions with the window's max count" step is a query over the sink, run after the stream.
+- q7 highest bid: per TUMBLE 10 s the max price and, by max_by, that bid (one windowed
+  aggregation, no key; Flink joins the bids with the window max).
+- q8 new users: persons who created an auction in the TUMBLE 10 s window they entered: a
+  windowed join of person and auction, join_insert = 'first' (one row per side, key, window).
+- q11 user sessions: bids per bidder per SESSION (gap 10 s).
+`--per-key` adds q5k and q11k: the same with PARTITION BY auction / bidder (a clock per key,
+which lets sqlwin spread keys over buckets; one clock runs in one bucket, one Python worker).
+
+Run. One local[2] SparkSession as sqlwin.session makes it (RocksDB state), per query a sqlwin
+stream (`sw.stream`, file sources with maxFilesPerTrigger 1, parquet sink) and, in the same
+run, the Structured Streaming query a Spark engineer would write (append mode, parquet sink):
+q5 `window(dateTime, '10 seconds', '2 seconds')` + count, q7 `window` + max / max_by, q11
+`session_window` (gap 10 s - 1 µs: sqlwin, like its docs, opens a new session at a bid exactly
+one gap after the previous, Spark and Flink merge those), q8 a stream-stream inner join on
+id = seller and the window struct after dropDuplicates(seller, window) (Spark accepts it; it
+emits each pair as soon as both sides are there, sqlwin at the window's close). Each engine
+has its own source directory; micro-batch i is fed to both in turn (who goes first alternates):
+single-stream files are hard-linked in under a hidden name and renamed, q8's two files are
+linked into one hidden directory renamed at once (sources read `<dir>/*/person.parquet`), and
+each engine's process-all-available is timed. The first `--warmup-batches` of each query are
+left out.
+
+Figures, per query:
+- events: all Nexmark events (person + auction + bid) of the measured micro-batches, as Nexmark
+  counts them (its source generates every event and the query filters); here the engines read
+  only the streams the query uses (q8: 8 % of the events), so per-event figures do not include
+  generating or decoding the other streams as Flink's do.
+- seconds: the summed wall time of the measured micro-batches; events/s = events / seconds.
+- per core: events/s / 2 (local[2] on this 2-core machine, shared with whatever else runs:
+  the load average is printed).
+- ev/CPU-s: events per CPU-second of this process tree (driver, JVM, Python workers), Nexmark's
+  own notion of cores (CPU used), insensitive to other processes' load.
+- Flink/core: Flink 1.13's published Throughput/Cores (nexmark README: q5 22.14k, q7 12.33k,
+  q8 146.14k, q11 39.7k events/s per core, 100M events at 10M events/s on 8-core machines) and
+  vs Flink = per core / that. Not like for like: other hardware, other scale (Flink's 100M
+  events span 10 s of event time at 10M events/s; here 3M span 300 s at 10k events/s, so
+  windows close throughout the run), and Flink's figure includes generating the events.
+- native ev/s and vs native: native Spark's events/s over the same files, and sqlwin / native.
+- agrees: sqlwin's and native's results against a plain Spark SQL batch computation over all
+  the events (q5 window counts; q7 the window max and that max_by named a bid at the top price;
+  q8 a batch join of per-window persons and distinct sellers; q11 sessions by gaps and islands),
+  on the windows that ended >= 1 s before the final watermark (both engines closed them all).
+"""
 
 from __future__ import annotations
 
@@ -567,24 +639,26 @@ def check(spark, query: Query, root: Path, files: dict, cutoff_us: int) -> dict:
     base = query.name.rstrip("k")
     if base == "q5":
         columns = ["auction", "window_start", "window_end", "num"]
-        reference = spark.sql(f"""
+        reference = spark.sql("""
             SELECT auction, window.start AS window_start, window.end AS window_end, count(*) AS num
-            FROM nx_bid GROUP BY auction, window(dateTime, '10 seconds', '2 seconds')""").where(f"window_end <= {closed}")
+            FROM nx_bid GROUP BY auction, window(dateTime, '10 seconds', '2 seconds')""").where(
+            f"window_end <= {closed}")
     elif base == "q7":
         columns = ["window_start", "window_end", "price", "auction", "bidder", "dateTime"]
         reference = None  # max_by picks one of the bids at the top price: checked below
     elif base == "q8":
         columns = ["id", "name", "window_start"]
-        reference = spark.sql(f"""
+        reference = spark.sql("""
             SELECT p.id, p.name, p.window_start FROM
-              (SELECT id, name, window.start AS window_start FROM nx_person GROUP BY id, name, window(dateTime, '10 seconds')) p
+              (SELECT id, name, window.start AS window_start FROM nx_person
+               GROUP BY id, name, window(dateTime, '10 seconds')) p
             JOIN (SELECT seller, window.start AS window_start FROM nx_auction
                   GROUP BY seller, window(dateTime, '10 seconds')) a
             ON p.id = a.seller AND p.window_start = a.window_start""").where(
             f"window_start + INTERVAL 10 SECONDS <= {closed}")
     else:  # q11: sessions by gaps and islands (a bid >= 10 s after the bidder's previous one opens a session)
         columns = ["bidder", "bid_count", "starttime", "endtime"]
-        reference = spark.sql(f"""
+        reference = spark.sql("""
             SELECT bidder, count(*) AS bid_count, min(dateTime) AS starttime,
                    max(dateTime) + INTERVAL 10 SECONDS AS endtime
             FROM (SELECT bidder, dateTime, sum(new) OVER (PARTITION BY bidder ORDER BY dateTime
@@ -624,7 +698,7 @@ def check(spark, query: Query, root: Path, files: dict, cutoff_us: int) -> dict:
 
 def check_q7(spark, result, engine: str, closed: str) -> tuple[bool, str]:
     """Per window the top price, and the bid max_by names is a bid of that window at that price."""
-    top = spark.sql(f"""
+    top = spark.sql("""
         SELECT window.start AS window_start, window.end AS window_end, max(price) AS price,
                max_by(count, price) AS ties FROM (
           SELECT window, price, count(*) AS count FROM nx_bid GROUP BY window(dateTime, '10 seconds'), price)
@@ -637,7 +711,8 @@ def check_q7(spark, result, engine: str, closed: str) -> tuple[bool, str]:
                      "FROM nx_bid")
     stray = result.join(bids, ["window_start", "price", "auction", "bidder", "dateTime"], "left_anti").count()
     ties = top.where("ties > 1").count()
-    return ok and stray == 0, f"{text}; {stray} named bids not at the top of their window; {ties} windows with tied tops"
+    return ok and stray == 0, (f"{text}; {stray} named bids not at the top of their window; "
+                               f"{ties} windows with tied tops")
 
 
 # --------------------------------------------------------------------------- running

@@ -251,7 +251,9 @@ def _require_aggregation(plan: QueryPlan, mode: str) -> WindowAggregation:
         raise SqlwinUnsupportedError(
             f"The {mode} mode runs one windowed aggregation per query", where,
             "SELECT keys, window_start, window_end, aggregates FROM TUMBLE(...) GROUP BY keys, window_start, "
-            "window_end EMIT ...; further SQL over its result in a second query", query=plan.sql)
+            "window_end EMIT ...; a windowed join (TUMBLE(...) l JOIN TUMBLE(...) r ON keys and window bounds); "
+            "an aggregation over such a result's window_time; further SQL over its result in a second query",
+            query=plan.sql)
     if agg.grouping_analytics is not None:
         raise SqlwinUnsupportedError(
             f"The {mode} mode keeps one grouping per window; GROUPING SETS, ROLLUP and CUBE run over a finished "

@@ -84,7 +84,7 @@ def _recognise(ast, windows, fail, position, emit) -> WindowJoin | None:
     if not isinstance(first.windower, JOINABLE):
         raise SqlwinUnsupportedError(
             f"{first.function} cannot be joined: its windows depend on each side's own rows, so the sides' "
-            "windows would not line up", position(first.node),
+            "windows would not line up", first.position,
             "TUMBLE, HOP or CUMULATE on every side")
     kinds = {side.time.kind if side.time else None for side in sides}
     if len(kinds) != 1 or None in kinds or "processing_time" in kinds:
@@ -169,8 +169,16 @@ def _on(join: exp.Join, j: int, names: list[str], sides, fail) -> tuple[int, lis
         pairs.append((_column(theirs, sides[other], fail), _column(mine, sides[j], fail)))
     if not {"window_start", "window_end"} <= bounds:
         missing = " and ".join(b for b in ("window_start", "window_end") if b not in bounds)
-        fail(f"A windowed join matches windows: JOIN {j}'s ON lacks the equality of {missing}", on, hint)
+        fail(f"A windowed join matches windows: JOIN {j}'s ON lacks the equality of {missing}", on, hint,
+             start=_leftmost(on))
     return t.cast(int, reference), pairs
+
+
+def _leftmost(node: exp.Expr) -> exp.Expr:
+    """Where a condition starts in the text: its first column's qualifier (sqlglot places a column at its name)."""
+    while isinstance(node, (exp.Binary, exp.Paren)):
+        node = node.this
+    return node.args.get("table") or node if isinstance(node, exp.Column) else node
 
 
 def _side_of(column: exp.Column, names: list[str], sides, j: int, fail) -> int:

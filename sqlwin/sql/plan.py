@@ -332,7 +332,14 @@ def _sql_text(node: exp.Expr | None) -> str:
         return ""
 
 
-def _fail(message: str, node: exp.Expr | None, hint: str | None = None, text: str | None = None) -> t.NoReturn:
+def _fail(message: str, node: exp.Expr | None, hint: str | None = None, text: str | None = None,
+          start: exp.Expr | None = None) -> t.NoReturn:
+    """`start`: where the caret begins when it is not where sqlglot places `node` (its first token)."""
+    if start is not None:
+        place = _node_position(start)
+        whole = _node_position(node)
+        if place is not None and whole is not None:
+            raise SqlwinValidationError(message, Position(place.line, place.column, whole.text), hint)
     raise SqlwinValidationError(message, _node_position(node, text), hint)
 
 
