@@ -154,6 +154,19 @@ def cases(F, arrival_order: bool) -> list[Case]:
              f"SELECT {agg} FROM TUMBLE({table}, DESCRIPTOR(ts), INTERVAL 1 MINUTE) {group} "
              "EMIT EARLY EVERY 2 ROWS RETRACTING",
              tumble, "window 1 min", "same windows"),
+        # The cost of a windowed join (issue 12 part 6): the same rows split into two inputs (v below
+        # and above 50), joined per key and minute, each side's last value (join_insert 'last', a
+        # FULL JOIN: one row per key and window, as many as the aggregation's). One clock per input,
+        # as Flink's window join (no PARTITION BY); the watermark is the earlier input's.
+        Case("JOIN FULL last, TUMBLE 1 min",
+             "SELECT coalesce(l.k, r.k) AS k, coalesce(l.window_start, r.window_start) AS window_start, "
+             "coalesce(l.window_end, r.window_end) AS window_end, l.v AS lv, r.v AS rv "
+             f"FROM TUMBLE(TABLE (SELECT * FROM events WHERE v < 50) WATERMARK ts DELAY OF INTERVAL "
+             f"{DELAY.upper()} WITH (join_insert = 'last'), DESCRIPTOR(ts), INTERVAL 1 MINUTE) l "
+             f"FULL JOIN TUMBLE(TABLE (SELECT * FROM events WHERE v >= 50) WATERMARK ts DELAY OF INTERVAL "
+             f"{DELAY.upper()}, DESCRIPTOR(ts), INTERVAL 1 MINUTE) r "
+             "ON l.k = r.k AND l.window_start = r.window_start AND l.window_end = r.window_end",
+             tumble, "window 1 min (an aggregation, no join)", "join windows"),
     ]
 
 
@@ -406,7 +419,7 @@ def main() -> None:
     parser.add_argument("--shuffle-partitions", type=int, default=8)
     parser.add_argument("--only", action="append", default=[], metavar="KIND",
                         help="run only the cases whose name starts with KIND (TUMBLE, SESSION, COUNT_WINDOW, "
-                             "EARLY, RETRACTING)")
+                             "EARLY, RETRACTING, JOIN)")
     parser.add_argument("--arrival-order", action="store_true",
                         help="name the arrival column in every sqlwin query: TABLE events ... WITH "
                              "(arrival_order = seq). Without it COUNT_WINDOW (no ORDER BY) is refused by sqlwin")
@@ -567,8 +580,26 @@ def run_case(spark, sw, schema, case: Case, root: Path, files: list[Path], more:
         ours.handle.stop()
 
 
+def join_windows(spark, case_root: Path, files: list[Path]) -> str:
+    """The join gives one row per key and window that either input has; compared with native's
+    windows that both inputs' watermarks (the earlier of the two) have passed."""
+    newest = spark.read.parquet(*[str(f) for f in files]).selectExpr(
+        "max(CASE WHEN v < 50 THEN ts END) AS l", "max(CASE WHEN v >= 50 THEN ts END) AS r").collect()[0]
+    closed = f"window_end <= timestamp_millis({int(min(newest['l'], newest['r']).timestamp() * 1000)}) - INTERVAL {DELAY}"
+    sink = case_root / "sqlwin-sink"
+    ours = spark.read.parquet(str(sink)).where(closed).select("k", "window_start").distinct().count() \
+        if sink.exists() else 0
+    rows = spark.read.parquet(str(sink)).where(closed).count() if sink.exists() else 0
+    theirs = spark.read.parquet(str(case_root / "native-sink")).where(closed).count()
+    ok = ours == theirs == rows
+    return f"{'yes' if ok else 'NO'} ({rows:,} joined rows, {ours:,} key-windows; native {theirs:,} windows)"
+
+
 def check_results(spark, case: Case, root: Path, files: list[Path]) -> None:
-    if case.check == "same windows":
+    if case.check == "join windows":
+        print(f"   after {len(files)} batches, one joined row per key and window closed by both inputs: "
+              f"{join_windows(spark, root, files)}")
+    elif case.check == "same windows":
         print(f"   after {len(files)} batches, same windows as native (those started before the last batch's "
               f"minute and closed by their key's watermark): {same_windows(spark, root, files)}")
     else:
@@ -590,6 +621,8 @@ def feed_interleaved(engines, files: list[Path]) -> None:
 def throughput(case: Case, ours: Engine, theirs: Engine, args) -> dict:
     o_rows, o_wall, o_latency, o_batches = measured(ours, args.warmup_batches, args.batches)
     t_rows, t_wall, t_latency, t_batches = measured(theirs, args.warmup_batches, args.batches)
+    if case.check == "join windows":
+        o_rows //= 2  # both inputs of the join scan the same files: Spark counts each row twice
     result = {
         "name": case.name, "native_name": case.native_name,
         "ours": o_rows / o_wall, "theirs": t_rows / t_wall, "ratio": (o_rows / o_wall) / (t_rows / t_wall),
