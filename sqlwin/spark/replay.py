@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from sqlwin.spark.operator import RECORD_TYPES, record_columns, replay_partition, vectorisable
 from sqlwin.spark.stateful import check_input_types, RESULT_ORDER, StatefulQuery, prepare_stateful
+from sqlwin.sql.joins import describe_join
 from sqlwin.sql.plan import QueryPlan, outer_query
 
 if t.TYPE_CHECKING:
@@ -94,6 +95,14 @@ def explain_replay(runner: "SparkRunner", plan: QueryPlan):
     """What `run_replay` runs, for explain: the engine path and why, and the Spark SQL around it."""
     from sqlwin.spark.complete import LoweredQuery
 
+    if plan.propagation is not None:
+        inner = explain_replay(runner, runner.planner(plan.propagation.inner_sql))
+        inherit = ("its watermark follows stage 1's firings (watermark_strategy 'upstream')"
+                   if plan.propagation.inherit else "its own watermark over window_time")
+        return LoweredQuery(f"{inner.sql}\n  -- stage 2, over stage 1's results: {plan.sql}",
+                            [f"stage 1: {s}" for s in inner.strategies]
+                            + [f"stage 2: {plan.propagation.outer.function} replays stage 1's results in the "
+                               f"order and arrival batches they were emitted (window propagation); {inherit}"])
     query = prepare_stateful(plan, "replay", runner.shuffle_partitions)
     input_sql = query.input_sql(arrival=True)
     rows = runner.sql(input_sql, plan.sql)  # analysed only: the schema decides the engine path
@@ -109,6 +118,8 @@ def explain_replay(runner: "SparkRunner", plan: QueryPlan):
     strategies = [f"replay: rows {spread}, sorted by arrival batch and order, through {engine} in Arrow "
                   "chunks (mapInArrow)",
                   "result: emissions in emission order, typed and projected by Spark SQL"]
+    if plan.join is not None:
+        strategies.insert(0, describe_join(plan.join))
     return LoweredQuery(f"{input_sql}\n  -- then, over the runtime's records: {query.result_sql('<records>')}",
                         strategies)
 

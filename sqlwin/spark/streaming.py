@@ -42,6 +42,7 @@ from sqlwin.spark.replay import integral_flags, record_schema
 from sqlwin.spark.processor import WindowProcessor
 from sqlwin.spark.stateful import StatefulQuery, check_input_types, prepare_stateful
 from sqlwin.outputs import claim_sinks
+from sqlwin.sql.joins import describe_join
 from sqlwin.sql.plan import describe_emit, describe_time, describe_watermark, describe_windower, outer_query
 from sqlwin.sql.text import quote_identifier
 
@@ -301,6 +302,11 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
     source has the same columns); nothing is started and no checkpoint is written."""
     from sqlwin.spark.complete import LoweredQuery
 
+    if plan.propagation is not None:
+        inner = explain_stream(runner, runner.planner(plan.propagation.inner_sql), buckets)
+        return LoweredQuery(f"{inner.sql}\n  -- stage 2, over stage 1's results: {plan.sql}",
+                            [f"stage 1: {s}" for s in inner.strategies if not s.startswith("sink:")]
+                            + [_second_stage(plan)])
     probe = prepare_stateful(plan, "streaming", 1)
     check_input_types(probe, runner.sql(probe.input_sql(arrival=False), plan.sql).schema)
     count = buckets or runner.shuffle_partitions
@@ -328,8 +334,17 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
         "sink: foreachBatch writes <sink>/batch_id=N/ (replaced when Spark re-runs a batch: exactly once)"
         + ("; late and rejected rows to <late sink>/batch_id=N/" if plan.late_into else ""),
     ]
+    if plan.join is not None:
+        strategies.insert(0, describe_join(plan.join))
     return LoweredQuery(f"{input_sql}\n  -- then, per micro-batch, over the operator's records: "
                         f"{stateful.result_sql('<records>')}", strategies)
+
+
+def _second_stage(plan: "QueryPlan") -> str:
+    inherit = ("its watermark follows stage 1's firings (watermark_strategy 'upstream')"
+               if plan.propagation.inherit else "its own watermark over window_time")
+    return (f"stage 2: {plan.propagation.outer.function} over stage 1's results (window propagation), a second "
+            f"transformWithStateInPandas in the same stream; {inherit}; its results go to the sink")
 
 
 def _sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):

@@ -257,3 +257,12 @@ def _modes(sides, emit, fail) -> tuple[str, str]:
             "aggregations", None, "EMIT FINAL or EMIT CHANGES")
     return insert, emit_mode
 
+
+
+def describe_join(join: WindowJoin) -> str:
+    """The join in words, for explain."""
+    kinds = " then ".join(f"{kind.upper()} JOIN {join.names[j + 1]} (matching {join.names[reference]})"
+                          for j, (kind, reference) in enumerate(join.steps))
+    return (f"windowed join: {join.names[0]} {kinds}, per key ({', '.join(join.keys[0])}) and window; insert "
+            f"'{join.insert}', emit '{join.emit_mode}'; the watermark is the earliest of the {len(join.sides)} "
+            "inputs'")
