@@ -444,9 +444,11 @@ def replay_partition(config: OperatorConfig, integral: tuple[bool, ...], vectori
     import pyarrow as pa
 
     def emit(out: list[tuple]) -> t.Iterator["pa.RecordBatch"]:
+        # Column by column from the tuples into Arrow (a pandas frame of objects in between cost
+        # a third of a replay's Python time: 0.53 of 1.6 s per million rows, cProfile).
         if out:
-            frame = records_frame(config, out)
-            yield from pa.Table.from_pandas(frame, schema=arrow_schema, preserve_index=False).to_batches()
+            arrays = [pa.array(column, type=field.type) for column, field in zip(zip(*out), arrow_schema)]
+            yield from pa.Table.from_arrays(arrays, schema=arrow_schema).to_batches()
 
     def replay(chunks: t.Iterator["pa.RecordBatch"]) -> t.Iterator["pa.RecordBatch"]:
         state = BucketState(config, integral, vectorised)
