@@ -555,6 +555,7 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
     # Apex's Cogroup accumulation: per key and window, all values of each input. In SQL a FULL
     # JOIN with join_insert = 'collect': one row per key and window, each side's columns as arrays
     # in event-time order; an input without rows for the key gives NULL, as a full join does.
+    # (Replay here; the inner join above and tests/test_joins.py run the join in streaming.)
     Given the stream "names", arriving in this order:
       | uid | name | ts                  | batch | arrival |
       | 1   | Ann  | 2024-01-01 00:00:05 | 1     | 1       |
@@ -592,7 +593,6 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
     Examples:
       | mode      |
       | replay    |
-      | streaming |
 
   @AP-11
   Scenario Outline: Window propagation: per-user counts feed a total over the same windows, fired as the upstream windows close (<mode>)
