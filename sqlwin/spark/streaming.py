@@ -327,8 +327,11 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
     else:
         clock = "no timers: windows close as event time (the watermark) moves with the rows"
     strategies = [
-        f"streaming: Structured Streaming; each micro-batch's rows packed per bucket (mapInArrow) into {count} "
-        "buckets (the session's shuffle partitions at the first start, kept by the checkpoint)",
+        (f"streaming: Structured Streaming; each micro-batch's rows packed per bucket (mapInArrow) into "
+         f"{stateful.bucket_count} buckets (the session's shuffle partitions at the first start, kept by the "
+         "checkpoint)" if stateful.bucket_count > 1 else
+         "streaming: Structured Streaming; each micro-batch's rows packed (mapInArrow) into one bucket: one clock "
+         "for the stream, which one operator call judges"),
         f"operator: groupBy(bucket).transformWithStateInPandas through {engine}; RocksDB state in the checkpoint",
         f"clock: {clock}",
         "sink: foreachBatch writes <sink>/batch_id=N/ (replaced when Spark re-runs a batch: exactly once)"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import typing as t
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 
 from sqlglot import exp
@@ -1041,7 +1041,9 @@ def describe_plan(plan: QueryPlan, complete: bool = False) -> list[str]:
         lines.append(f"  partition by: {', '.join(window.partition_by) or '(none: one stream)'}")
         if window.order_by:
             lines.append(f"  order by: {', '.join(window.order_by)}")
-        lines.append(f"  watermark: {describe_watermark(window.watermark, complete)}")
+        # Without PARTITION BY there are no keys to give clocks to: one clock for the stream.
+        mark = window.watermark if window.partition_by else replace(window.watermark, scope="stream")
+        lines.append(f"  watermark: {describe_watermark(mark, complete)}")
     if plan.windows:
         lines.append(f"emit: {describe_emit(plan.emit)}")
     if plan.late_into:
