@@ -65,29 +65,14 @@ def feed_stream(sw: "Sqlwin", query: str, table: "DataFrame | dict[str, DataFram
         return sw.stream(query, sources={source: frame}, sink=str(sink), checkpoint=str(checkpoint),
                          late_sink=str(late_sink) if late else None, buckets=buckets)
 
-    handle = start()
-    per_batch = []
-    try:
-        for index, group in enumerate(groups):
-            if restart_after is not None and index == restart_after:
-                handle.stop()  # windows are open: their state is only in the checkpoint now
-                handle = start()
-            before = len(handle.batches)
-            data = pa.Table.from_pandas(group, schema=arrow_schema, preserve_index=False)
-            tmp = source_dir / f".batch-{index:06d}.tmp"
-            pq.write_table(data, tmp, coerce_timestamps="us", allow_truncated_timestamps=True)
-            tmp.rename(source_dir / f"batch-{index:06d}.parquet")
-            handle.process_all_available()
-            per_batch.append([b["batch"] for b in handle.batches[before:]])
-        if end_input:
-            handle.end_input()
-    finally:
-        handle.stop()
-    by_batch = _read_sink(sw, sink)
-    rows = [r for batch in sorted(by_batch) for r in by_batch[batch]]
-    per_batch = [[r for batch in ids for r in by_batch.get(batch, [])] for ids in per_batch]
-    late_rows = [r for batch, found in sorted(_read_sink(sw, late_sink).items()) for r in found] if late else []
-    return FedStream(handle.result_schema, rows, handle.late_schema, late_rows, per_batch)
+    def write(index: int) -> None:
+        data = pa.Table.from_pandas(groups[index], schema=arrow_schema, preserve_index=False)
+        tmp = source_dir / f".batch-{index:06d}.tmp"
+        pq.write_table(data, tmp, coerce_timestamps="us", allow_truncated_timestamps=True)
+        tmp.rename(source_dir / f"batch-{index:06d}.parquet")
+
+    handle, per_batch = _run_batches(start, len(groups), write, end_input, restart_after)
+    return _fed(sw, handle, sink, per_batch, late_sink if late else None)
 
 
 def _feed_sources(sw: "Sqlwin", query: str, tables: dict[str, "DataFrame"], batch_column: str | None,
@@ -123,32 +108,49 @@ def _feed_sources(sw: "Sqlwin", query: str, tables: dict[str, "DataFrame"], batc
                    .parquet(str(source_dir / "*" / f"{name}.parquet")) for name, (_, schema, _) in frames.items()}
         return sw.stream(query, sources=streams, sink=str(sink), checkpoint=str(checkpoint), buckets=buckets)
 
+    def write(index: int) -> None:
+        hidden = source_dir / f".batch-{index:06d}"
+        hidden.mkdir()
+        for name, (frame, _, arrow_schema) in frames.items():
+            part = frame[frame[batch_column] == batches[index]] if batch_column else frame
+            data = pa.Table.from_pandas(part, schema=arrow_schema, preserve_index=False)
+            pq.write_table(data, hidden / f"{name}.parquet", coerce_timestamps="us", allow_truncated_timestamps=True)
+        os.rename(hidden, source_dir / f"batch-{index:06d}")
+
+    handle, per_batch = _run_batches(start, len(batches), write, end_input, restart_after)
+    return _fed(sw, handle, sink, per_batch)
+
+
+def _run_batches(start: t.Callable, count: int, write: t.Callable[[int], None], end_input: bool,
+                 restart_after: int | None) -> tuple[t.Any, list[list[int]]]:
+    """Start the stream; per batch, write its input (`write(index)`) and let the stream take it;
+    end the input. (The last handle, the stream's batch ids that each input batch ran.)
+    `restart_after=n` stops the stream after the n-th batch and starts it again from its checkpoint."""
     handle = start()
     per_batch = []
     try:
-        for index, value in enumerate(batches):
+        for index in range(count):
             if restart_after is not None and index == restart_after:
-                handle.stop()
+                handle.stop()  # windows are open: their state is only in the checkpoint now
                 handle = start()
             before = len(handle.batches)
-            hidden = source_dir / f".batch-{index:06d}"
-            hidden.mkdir()
-            for name, (frame, _, arrow_schema) in frames.items():
-                part = frame[frame[batch_column] == value] if batch_column else frame
-                data = pa.Table.from_pandas(part, schema=arrow_schema, preserve_index=False)
-                pq.write_table(data, hidden / f"{name}.parquet", coerce_timestamps="us",
-                               allow_truncated_timestamps=True)
-            os.rename(hidden, source_dir / f"batch-{index:06d}")
+            write(index)
             handle.process_all_available()
             per_batch.append([b["batch"] for b in handle.batches[before:]])
         if end_input:
             handle.end_input()
     finally:
         handle.stop()
+    return handle, per_batch
+
+
+def _fed(sw: "Sqlwin", handle, sink: Path, per_batch: list[list[int]], late_sink: Path | None = None) -> FedStream:
+    """What the sinks hold, in emission order and per input batch."""
     by_batch = _read_sink(sw, sink)
     rows = [r for batch in sorted(by_batch) for r in by_batch[batch]]
     per_batch = [[r for batch in ids for r in by_batch.get(batch, [])] for ids in per_batch]
-    return FedStream(handle.result_schema, rows, handle.late_schema, [], per_batch)
+    late_rows = [r for _, found in sorted(_read_sink(sw, late_sink).items()) for r in found] if late_sink else []
+    return FedStream(handle.result_schema, rows, handle.late_schema, late_rows, per_batch)
 
 
 def _read_sink(sw: "Sqlwin", sink: Path) -> dict[int, list[tuple]]:
