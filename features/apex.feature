@@ -512,10 +512,9 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
       | 2   | 2024-01-01 00:01:00 | 2024-01-01 00:02:00 | Bo   | bo@x  | +I | final   | end         |
 
     Examples:
-      | mode                             |
-      | replay                           |
-      | streaming                        |
-      | streaming restarted after batch 2 |
+      | mode      |
+      | replay    |
+      | streaming |
 
   @AP-12
   Scenario: Merging two finished tables: the same inner join over complete input is Spark's own join

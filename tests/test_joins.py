@@ -60,8 +60,8 @@ def _rows(frame) -> list:
     return sorted((tuple(plain(v) for v in row) for row in frame.collect()), key=repr)
 
 
-@pytest.mark.parametrize("kind, insert", [("INNER", "product"), ("LEFT", "product"), ("RIGHT", "last"),
-                                          ("FULL", "first"), ("FULL", "collect"), ("INNER", "collect")])
+@pytest.mark.parametrize("kind, insert", [("LEFT", "product"), ("RIGHT", "last"), ("FULL", "first"),
+                                          ("INNER", "collect")])
 def test_replay_equals_complete_input(sw, sides, kind, insert):
     complete = _rows(sw.sql(_query(kind, insert, replay=False)))
     replay = _rows(sw.sql(_query(kind, insert, replay=True)).drop("op", "firing", "emit_seq"))
