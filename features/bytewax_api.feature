@@ -584,8 +584,9 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
   @BX-08
   Scenario Outline: Session windows cannot be joined: the sides' sessions would not line up (<mode>)
     # "Event-time session windows cannot be used with a windowed join" in Bytewax. A session
-    # depends on its own side's rows, so the two sides' sessions differ; sqlwin refuses too, in
-    # replay and streaming (over finished tables the join of each side's sessions is plain SQL).
+    # depends on its own side's rows, so the two sides' sessions differ; sqlwin refuses too (a replay
+    # here; a stream refuses the same way before it starts; over finished tables the join of each
+    # side's sessions is plain SQL).
     Given the stream "names", arriving in this order:
       | uid | name | ts                  | batch |
       | 1   | Ann  | 2024-01-01 00:00:05 | 1     |
@@ -605,4 +606,3 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
     Examples:
       | mode      |
       | replay    |
-      | streaming |

@@ -81,12 +81,12 @@ class SinkClaim:
         if stored.get("id") != self.identity:
             stored["id"] = self.identity
             self.metadata.parent.mkdir(parents=True, exist_ok=True)
-            _write_json(self.metadata, stored)
+            write_json(self.metadata, stored)
         for sink in self.sinks:
             marker = sink / SINK_MARKER
             if not marker.exists():
                 sink.mkdir(parents=True, exist_ok=True)
-                _write_json(marker, {"checkpoint_id": self.identity, "checkpoint": str(Path(self.checkpoint).resolve())})
+                write_json(marker, {"checkpoint_id": self.identity, "checkpoint": str(Path(self.checkpoint).resolve())})
 
 
 def claim_sinks(metadata: Path, checkpoint: str, sinks: t.Mapping[str, str | None],
@@ -134,7 +134,7 @@ def _batches(sink: Path) -> list[str]:
                   key=lambda n: int(n.split("=", 1)[1]) if n.split("=", 1)[1].isdigit() else -1)
 
 
-def _write_json(path: Path, value: dict) -> None:
+def write_json(path: Path, value: dict) -> None:
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     tmp.write_text(json.dumps(value, indent=2))
     os.replace(tmp, path)

@@ -47,7 +47,7 @@ from sqlwin.runtime import AggregateSpec, WindowRuntime
 
 SEED = int(os.environ.get("SQLWIN_DIFF_SEED") or random.SystemRandom().randrange(2**32))
 STREAMS_PER_RUN = int(os.environ.get("SQLWIN_DIFF_STREAMS", 32))
-MAX_BATCHES = 4  # combined micro-batches per Spark run: a streaming batch costs ~1 s
+MAX_BATCHES = 3  # combined micro-batches per Spark run: a streaming batch costs ~1 s
 END = "end"  # the batch label of what end of input emitted
 
 # count(*), count(v), sum(v), min(v), max(v), collect_list(v): as the SQL below, in order.

@@ -84,6 +84,7 @@ def test_three_inputs_and_star(sw, sides):
 
 
 def test_a_stream_with_a_clock_per_key_gives_the_replays_rows(sw, spark, sides, tmp_path):
+    # A join's stream, stopped after batch 4 and restarted from its checkpoint, gives the replay's rows.
     # The stream's sources take the tables' names as streaming views: copies keep jl / jr finished.
     spark.table("jl").createOrReplaceTempView("sl")
     spark.table("jr").createOrReplaceTempView("sr")

@@ -41,7 +41,7 @@ from sqlwin.spark.operator import END_OF_INPUT, PACKED_SCHEMA, OperatorConfig, p
 from sqlwin.spark.replay import integral_flags, record_schema
 from sqlwin.spark.processor import WindowProcessor
 from sqlwin.spark.stateful import StatefulQuery, check_input_types, prepare_stateful
-from sqlwin.outputs import claim_sinks
+from sqlwin.outputs import claim_sinks, write_json
 from sqlwin.sql.joins import describe_join
 from sqlwin.sql.plan import describe_emit, describe_time, describe_watermark, describe_windower, outer_query
 from sqlwin.sql.text import quote_identifier
@@ -580,6 +580,14 @@ def _stored(checkpoint: str) -> dict:
     return json.loads(metadata.read_text()) if metadata.exists() else {}
 
 
+def _store(checkpoint: str, stored: dict) -> None:
+    """Write sqlwin.json atomically: a process killed while writing must not leave a checkpoint
+    whose sqlwin.json is empty (the crash sweep killed one there; the restart failed with
+    "Expecting value")."""
+    Path(checkpoint).mkdir(parents=True, exist_ok=True)
+    write_json(Path(checkpoint) / METADATA, stored)
+
+
 def _remember_source_schemas(checkpoint: str, schemas: dict[str, str]) -> None:
     """Keep each directory source's schema in sqlwin.json at the first start (see _read_directory)."""
     stored = _stored(checkpoint)
@@ -588,7 +596,7 @@ def _remember_source_schemas(checkpoint: str, schemas: dict[str, str]) -> None:
         return
     for name, schema in schemas.items():
         known.setdefault(name, schema)
-    (Path(checkpoint) / METADATA).write_text(json.dumps(stored, indent=2))
+    _store(checkpoint, stored)
 
 
 def _source_table(stateful: StatefulQuery) -> str | None:
@@ -632,7 +640,6 @@ def _bucket_layout(spark, checkpoint: str, query_text: str, requested: int | Non
     checkpoint's shuffle partitions for its state too). Checkpoints of earlier versions hold
     only a count: their ids are 0 .. count-1.
     """
-    metadata = Path(checkpoint) / METADATA
     stored = _stored(checkpoint)
     if "buckets" in stored:
         ids = tuple(stored.get("bucket_ids") or range(int(stored["buckets"])))
@@ -644,8 +651,7 @@ def _bucket_layout(spark, checkpoint: str, query_text: str, requested: int | Non
     partitions = max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 1))
     ids = _partition_aligned_ids(spark, partitions, requested or partitions)
     stored.update({"buckets": len(ids), "bucket_ids": list(ids), "partitions": partitions, "query": query_text})
-    metadata.parent.mkdir(parents=True, exist_ok=True)
-    metadata.write_text(json.dumps(stored, indent=2))
+    _store(checkpoint, stored)
     return ids
 
 
@@ -673,7 +679,6 @@ def _check_restart(checkpoint: str, query_text: str, stateful: StatefulQuery,
     settings compared with the new query's; a change the state can carry is recorded as the
     checkpoint's query from now on.
     """
-    metadata = Path(checkpoint) / METADATA
     stored = _stored(checkpoint)
     before = stored.get("query")
     if not before or before == query_text:
@@ -696,7 +701,7 @@ def _check_restart(checkpoint: str, query_text: str, stateful: StatefulQuery,
                  "time column, PARTITION BY and GROUP BY keys, watermark, EMIT, aggregates and LATE ROWS INTO may not), "
                  "or a fresh checkpoint")
     stored["query"] = query_text
-    metadata.write_text(json.dumps(stored, indent=2))
+    _store(checkpoint, stored)
 
 
 def _partition_aligned_ids(spark, partitions: int, count: int) -> tuple[int, ...]:
