@@ -70,14 +70,13 @@ def run_replay(runner: "SparkRunner", plan: QueryPlan) -> ReplayResult:
     # In emission order: gathered into one partition and sorted there. A global orderBy would
     # first run a sampling job for its range partitioning, which replays the whole input again.
     ordered = runner.sql(query.result_sql(typed), plan.sql).repartition(1).sortWithinPartitions(*RESULT_ORDER)
-    batched = ordered
-    result = batched.drop(*RESULT_ORDER)
+    result = ordered.drop(*RESULT_ORDER)
     late = None
     if plan.late_into:
         late = runner.sql(query.late_sql(name), plan.sql).repartition(1).sortWithinPartitions("__batch") \
             .drop("__batch")
         late.createOrReplaceTempView(plan.late_into)
-    return ReplayResult(result, late, query, batched.drop("__seq"), ordered)
+    return ReplayResult(result, late, query, ordered.drop("__seq"), ordered)
 
 
 def _replay_chain(runner: "SparkRunner", plan: QueryPlan) -> ReplayResult:

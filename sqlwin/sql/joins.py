@@ -47,20 +47,20 @@ class WindowJoin:
     select: exp.Select
 
 
-def recognise_join(ast: exp.Expr, windows: list["WindowRelation"], fail: t.Callable, position: t.Callable,
+def recognise_join(ast: exp.Expr, windows: list["WindowRelation"], fail: t.Callable,
                    emit) -> tuple[WindowJoin | None, SqlwinError | None]:
     """(the windowed join, None); (None, why not) for window functions joined otherwise, which only
     a finished table can run (as the SQL over its annotated rows); (None, None) for no such join.
 
-    `fail(message, node, hint)` raises a positioned error; `position(node)` places a node;
+    `fail(message, node, hint)` raises a positioned error;
     `emit`: the query's EmitSpec."""
     try:
-        return _recognise(ast, windows, fail, position, emit), None
+        return _recognise(ast, windows, fail, emit), None
     except SqlwinError as err:
         return None, err
 
 
-def _recognise(ast, windows, fail, position, emit) -> WindowJoin | None:
+def _recognise(ast, windows, fail, emit) -> WindowJoin | None:
     if not isinstance(ast, exp.Select) or len(windows) < 2:
         return None
     from_ = ast.args.get("from_")
@@ -97,14 +97,13 @@ def _recognise(ast, windows, fail, position, emit) -> WindowJoin | None:
         reference, pairs = _on(join, j, names, sides, fail)
         if j == 1:
             keys[0] = [left for left, _ in pairs]
-        expected = keys[reference]
-        if j > 1 and [left.lower() for left, _ in pairs] != [k.lower() for k in expected]:
-            order = sorted(range(len(pairs)), key=lambda i: [k.lower() for k in expected].index(pairs[i][0].lower())
-                           if pairs[i][0].lower() in [k.lower() for k in expected] else len(expected))
-            pairs = [pairs[i] for i in order]
-            if [left.lower() for left, _ in pairs] != [k.lower() for k in expected]:
+        if j > 1:  # the same keys as the side it names, in that side's order
+            expected = keys[reference]
+            by_key = {left.lower(): right for left, right in pairs}
+            if sorted(by_key) != sorted(k.lower() for k in expected) or len(by_key) != len(pairs):
                 fail(f"JOIN {j} matches other keys than the join before it", join.args.get("on"),
                      f"ON equalities of the same keys: {', '.join(expected)}")
+            pairs = [(k, by_key[k.lower()]) for k in expected]
         keys[j] = [right for _, right in pairs]
         steps.append((kind, reference))
     if not keys[0]:

@@ -275,7 +275,7 @@ def _finish(sql: str, ast: exp.Expr, windows: list[WindowRelation]) -> QueryPlan
                     f"LATE ROWS INTO {late_into} would replace the table {window.function} reads",
                     _node_position(late), f"another name, e.g. LATE ROWS INTO late_{identifier_name(window.source)}",
                     query=sql)
-    join, refusal = recognise_join(ast, windows, _fail, _node_position, emit)
+    join, refusal = recognise_join(ast, windows, _fail, emit)
     if join is None:
         for window in windows:
             for option in ("join_insert", "join_emit"):
