@@ -108,17 +108,68 @@ class RejectedRow:
 
 @dataclass
 class BatchResult:
-    """What one call (a micro-batch, a timer advance, end of input) produced, in output order."""
+    """What one call (a micro-batch, a timer advance, end of input) produced, in output order.
+
+    `blocks`: emissions as columns, from a vectorised runtime asked for them (`columnar`), in
+    place of `emissions`.
+    """
 
     emissions: list[Emission] = field(default_factory=list)
     late: list[LateRow] = field(default_factory=list)
     rejected: list[RejectedRow] = field(default_factory=list)
+    blocks: list["EmissionBlock"] = field(default_factory=list)
 
     def extend(self, other: "BatchResult") -> "BatchResult":
         self.emissions.extend(other.emissions)
         self.late.extend(other.late)
         self.rejected.extend(other.rejected)
+        self.blocks.extend(other.blocks)
         return self
+
+
+@dataclass
+class EmissionBlock:
+    """Emissions as columns: one firing of each of n windows, all with one op and firing kind.
+
+    Emission i is Emission(keys[i], starts[i], ends[i], (values[0][i], ...), op, firing, seq[i],
+    indexes[i]), where a value, start or end is None where its NULL mask (when there is one) is
+    set. `positions`: the keys' places in the runtime that fired them. `batch`: the arrival batch
+    of each emission when one call covered a run of batches (a replay), else None.
+    """
+
+    keys: list[tuple]
+    positions: t.Any  # int64 array
+    starts: t.Any  # int64 array
+    start_null: t.Any  # bool array or None
+    ends: t.Any
+    end_null: t.Any
+    indexes: t.Any  # int64 array (COUNT_WINDOW) or None
+    values: list[tuple[t.Any, t.Any]]  # per aggregate: (values array, NULL mask or None)
+    op: str
+    firing: str
+    seq: t.Any  # int64 array
+    batch: t.Any = None
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def emissions(self) -> list[Emission]:
+        n = len(self.keys)
+        starts, ends = nullable(self.starts, self.start_null), nullable(self.ends, self.end_null)
+        indexes = self.indexes.tolist() if self.indexes is not None else [None] * n
+        columns = [nullable(v, null) for v, null in self.values]
+        values = list(zip(*columns)) if columns else [()] * n
+        op, firing = self.op, self.firing
+        return [Emission(key, start, end, value, op, firing, seq, index) for key, start, end, value, seq, index
+                in zip(self.keys, starts, ends, values, self.seq.tolist(), indexes)]
+
+
+def nullable(values, null) -> list:
+    """An array as Python values, None where `null` (a mask, or None for no NULLs) is set."""
+    out = values.tolist()
+    if null is None or not null.any():
+        return out
+    return [None if n else v for v, n in zip(out, null.tolist())]
 
 
 Row = t.Tuple[t.Optional[tuple], t.Optional[int], tuple]  # (key, event_time_us, values)

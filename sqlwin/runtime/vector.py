@@ -34,10 +34,11 @@ from sqlwin.runtime.model import (
     ON_TIME,
     AggregateSpec,
     BatchResult,
-    Emission,
+    EmissionBlock,
     LateRow,
     RejectedRow,
     RuntimeConfigError,
+    nullable,
 )
 
 NONE = np.iinfo(np.int64).min  # a clock that has seen no row
@@ -145,6 +146,9 @@ class FixedFinalRuntime:
     _WINDOW_FIELDS: tuple[str, ...] = ("_ws", "_we")
     _TOMB_FIELDS: tuple[str, ...] = ()
     _GLOBAL_FIELDS = ("_stream_raw", "_key_seq", "_row_seq", "_emit_seq", "_ended", "counts")
+    # Emissions as EmissionBlocks in BatchResult.blocks (a replay, which writes them to Arrow as
+    # columns), else as Emission objects. Not state: whoever drives the runtime chooses.
+    columnar = False
 
     def __init__(self, windower, watermark, emit, aggregates: t.Sequence[AggregateSpec],
                  processing_time: bool = False):
@@ -314,12 +318,7 @@ class FixedFinalRuntime:
                 rank = g_row[g]  # keys in the order of their first row in the emitting batch
             due = due[np.lexsort((self._ws[due], self._we[due], rank, emit_batch))]
             emit_batch = g_batch[group[due]]
-            seq_before = self._emit_seq
-            emitted = BatchResult()
-            self._fire(emitted, due, ON_TIME, None, presorted=True)
-            for emission, b in zip(emitted.emissions, emit_batch.tolist()):
-                result(b).emissions.append(emission)
-            assert self._emit_seq == seq_before + len(due)
+            self._put_run(result, self._fire(due, ON_TIME, None, presorted=True), emit_batch)
             drop = np.zeros(len(self._wk), bool)
             drop[due] = True
             self._drop_windows(drop)
@@ -340,7 +339,7 @@ class FixedFinalRuntime:
             raise RuntimeError("end_of_input() was already called: this stream has ended")
         out = BatchResult()
         self._ended = True
-        self._fire(out, np.arange(len(self._wk)), FINAL)
+        self._put(out, self._fire(np.arange(len(self._wk)), FINAL))
         self._drop_windows(np.ones(len(self._wk), bool))
         return out
 
@@ -628,13 +627,13 @@ class FixedFinalRuntime:
         touched = np.unique(keys)
         self._raw[touched] = np.maximum(self._raw[touched], bound[touched])
 
-    def _close_due(self, out: BatchResult, batch_keys: np.ndarray | None) -> None:
+    def _close_due(self, out: BatchResult, batch_keys: np.ndarray | None) -> EmissionBlock | None:
         """Fire and drop what the clocks reached: the batch's keys (scope 'key'), or every key."""
         if not len(self._wk):
-            return
+            return None
         if self._stream:
             if self._stream_raw == NONE:
-                return
+                return None
             due = self._we <= self._stream_raw - self.watermark_spec.delay
         else:
             in_batch = np.zeros(len(self._keys), bool)
@@ -642,48 +641,67 @@ class FixedFinalRuntime:
             raw = self._raw[self._wk]
             due = in_batch[self._wk] & (raw != NONE) & (self._we <= raw - self.watermark_spec.delay)
         if not due.any():
-            return
+            return None
         rank = None
         if not self._stream:  # keys in the order of their first row in this batch
             rank = np.empty(len(self._keys), np.int64)
             rank[batch_keys] = np.arange(len(batch_keys))
-        self._fire(out, np.flatnonzero(due), ON_TIME, rank)
+        block = self._fire(np.flatnonzero(due), ON_TIME, rank)
+        self._put(out, block)
         self._drop_windows(due)
+        return block
 
-    def _fire(self, out: BatchResult, windows: np.ndarray, firing: str, rank: np.ndarray | None = None,
-              presorted: bool = False) -> None:
-        """Emit `windows`: by key (rank, else first seen), then window end, then start."""
+    def _fire(self, windows: np.ndarray, firing: str, rank: np.ndarray | None = None,
+              presorted: bool = False) -> EmissionBlock | None:
+        """The emissions of `windows`, by key (rank, else first seen), then window end, then start."""
         if not len(windows):
-            return
+            return None
         if not presorted:
             key_rank = (self._first if rank is None else rank)[self._wk[windows]]
             windows = windows[np.lexsort((self._ws[windows], self._we[windows], key_rank))]
-        results = [self._results(a, spec, windows) for a, spec in enumerate(self.aggregate_specs)]
-        values = list(zip(*results)) if results else [()] * len(windows)
-        keys = self._wk[windows].tolist()
-        starts, ends, indexes = self._bounds(windows)
-        seq = self._emit_seq
-        emissions = out.emissions
-        for i in range(len(windows)):
-            seq += 1
-            emissions.append(Emission(self._keys[keys[i]], starts[i], ends[i], values[i], INSERT, firing, seq,
-                                      indexes[i]))
-        self._emit_seq = seq
+        positions = self._wk[windows]
+        keys = self._keys
+        starts, start_null, ends, end_null, indexes = self._bounds(windows)
+        seq = self._emit_seq + 1 + np.arange(len(windows), dtype=np.int64)
+        self._emit_seq += len(windows)
         self.counts["emissions"] += len(windows)
+        return EmissionBlock([keys[k] for k in positions.tolist()], positions, starts, start_null, ends, end_null,
+                             indexes, [self._results(a, spec, windows) for a, spec in enumerate(self.aggregate_specs)],
+                             INSERT, firing, seq)
 
-    def _bounds(self, windows: np.ndarray) -> tuple[list, list, list]:
-        """What an emission of each window shows: start, end and (count windows) its number."""
-        return self._ws[windows].tolist(), self._we[windows].tolist(), [None] * len(windows)
+    def _put(self, out: BatchResult, block: EmissionBlock | None) -> None:
+        if block is not None:
+            if self.columnar:
+                out.blocks.append(block)
+            else:
+                out.emissions.extend(block.emissions())
 
-    def _results(self, a: int, spec: AggregateSpec, windows: np.ndarray) -> list:
+    def _put_run(self, result, block: EmissionBlock | None, batches: np.ndarray) -> None:
+        """A run's emissions, `batches` the batch of each (ascending): `result(b)` is batch b's
+        BatchResult. Columnar, the block goes whole to its first batch, with `batch` set."""
+        if block is None:
+            return
+        if self.columnar:
+            block.batch = batches
+            result(int(batches[0])).blocks.append(block)
+            return
+        for emission, b in zip(block.emissions(), batches.tolist()):
+            result(b).emissions.append(emission)
+
+    def _bounds(self, windows: np.ndarray) -> tuple:
+        """What an emission of each window shows: (start, its NULL mask, end, its NULL mask, and
+        (count windows) the window's number, else None); masks None for no NULLs."""
+        return self._ws[windows], None, self._we[windows], None, None
+
+    def _results(self, a: int, spec: AggregateSpec, windows: np.ndarray) -> tuple:
+        """Aggregate a's value in each window: (values, NULL mask or None)."""
         state = self._acc[a]
         if spec.func == "count":
-            return state[0][windows].tolist()
+            return state[0][windows], None
         value, seen = state[0][windows], state[1][windows]
         if spec.func == "avg":
-            mean = value / np.where(seen > 0, seen, 1)
-            return [m if s else None for m, s in zip(mean.tolist(), seen.tolist())]
-        return [v if s else None for v, s in zip(value.tolist(), seen.tolist())]
+            value = value / np.where(seen > 0, seen, 1)
+        return value, seen == 0
 
     def _drop_windows(self, drop: np.ndarray) -> None:
         keep = ~drop
@@ -723,7 +741,7 @@ class CountFinalRuntime(FixedFinalRuntime):
         if admitted is None:
             return out
         rows, key_of_row, _ = admitted
-        self._emit_full(out, cols, rows, key_of_row)
+        self._put(out, self._emit_full(cols, rows, key_of_row)[0])
         self._commit(key_of_row, cols.time[rows], ~cols.time_null[rows])
         return out
 
@@ -742,10 +760,8 @@ class CountFinalRuntime(FixedFinalRuntime):
         admitted = self._admit(cols, lambda i: result(int(batches[i])).rejected, null_time_ok=not self._timed)
         if admitted is not None:
             rows, key_of_row, _ = admitted
-            emitted = BatchResult()
-            filled_by = self._emit_full(emitted, cols, rows, key_of_row)
-            for emission, row in zip(emitted.emissions, filled_by.tolist()):
-                result(int(batches[rows[row]])).emissions.append(emission)
+            block, filled_by = self._emit_full(cols, rows, key_of_row)
+            self._put_run(result, block, batches[rows[filled_by]])
             self._commit(key_of_row, cols.time[rows], ~cols.time_null[rows])
         return sorted(results.items())
 
@@ -762,8 +778,8 @@ class CountFinalRuntime(FixedFinalRuntime):
             return []
         mine = np.flatnonzero(self._wk == position)
         order = mine[np.lexsort((self._ws[mine], self._we[mine]))]
-        starts, ends, _ = self._bounds(order)
-        return list(zip(starts, ends))
+        starts, start_null, ends, end_null, _ = self._bounds(order)
+        return list(zip(nullable(starts, start_null), nullable(ends, end_null)))
 
     # -- windows -------------------------------------------------------------------------
 
@@ -774,9 +790,9 @@ class CountFinalRuntime(FixedFinalRuntime):
             self._count = np.concatenate([self._count, np.zeros(len(self._keys) - before, np.int64)])
         return out
 
-    def _emit_full(self, out: BatchResult, cols: Columns, rows, key_of_row) -> np.ndarray:
-        """Add the rows to their count windows; emit the windows they fill, in arrival order.
-        Returns, for each emission, the (admitted) row that filled its window."""
+    def _emit_full(self, cols: Columns, rows, key_of_row) -> tuple[EmissionBlock | None, np.ndarray]:
+        """Add the rows to their count windows; fire the windows they fill, in arrival order.
+        Returns the emissions and, for each, the (admitted) row that filled its window."""
         size, slide = self.windower.size, self.windower.slide
         # Each row's position in its key's count: the rows before it, of this batch and before.
         order = np.argsort(key_of_row, kind="stable")
@@ -808,13 +824,13 @@ class CountFinalRuntime(FixedFinalRuntime):
             self._last_null[span_window[last]] = null[last]
         full = index[span_row] == ks * slide + size - 1
         if not full.any():
-            return np.empty(0, np.int64)
+            return None, np.empty(0, np.int64)
         windows, filled_by = span_window[full], span_row[full]  # in arrival order: one per row
-        self._fire(out, windows, ON_TIME, presorted=True)
+        block = self._fire(windows, ON_TIME, presorted=True)
         drop = np.zeros(len(self._wk), bool)
         drop[windows] = True
         self._drop_windows(drop)
-        return filled_by
+        return block, filled_by
 
     def _renumber_times(self, old_group: np.ndarray) -> None:
         count = len(self._wk)
@@ -830,10 +846,9 @@ class CountFinalRuntime(FixedFinalRuntime):
             setattr(self, name, getattr(self, name)[keep])
         super()._drop_windows(drop)
 
-    def _bounds(self, windows: np.ndarray) -> tuple[list, list, list]:
-        firsts = [None if n else t for t, n in zip(self._first_time[windows].tolist(), self._first_null[windows].tolist())]
-        lasts = [None if n else t for t, n in zip(self._last_time[windows].tolist(), self._last_null[windows].tolist())]
-        return firsts, lasts, (self._ws[windows] // self.windower.slide).tolist()
+    def _bounds(self, windows: np.ndarray) -> tuple:
+        return (self._first_time[windows], self._first_null[windows], self._last_time[windows],
+                self._last_null[windows], self._ws[windows] // self.windower.slide)
 
 
 class SessionFinalRuntime(FixedFinalRuntime):
@@ -943,17 +958,15 @@ class SessionFinalRuntime(FixedFinalRuntime):
         self._we = np.maximum.reduceat(sl, firsts) + gap
         self._acc = accs
 
-    def _close_due(self, out: BatchResult, batch_keys: np.ndarray | None) -> None:
+    def _close_due(self, out: BatchResult, batch_keys: np.ndarray | None) -> EmissionBlock | None:
         """Close as fixed windows do; a purged session stays as a tombstone while a row could reach it."""
-        fired = len(out.emissions)
-        super()._close_due(out, batch_keys)
-        if self.watermark_spec.lateness_rule == "window_closed" and len(out.emissions) > fired:
-            closed = out.emissions[fired:]
-            keys = np.array([self._index[e.key] for e in closed], np.int64)
-            self._tk = np.concatenate([self._tk, keys])
-            self._ts = np.concatenate([self._ts, np.array([e.window_start for e in closed], np.int64)])
-            self._te = np.concatenate([self._te, np.array([e.window_end for e in closed], np.int64)])
+        closed = super()._close_due(out, batch_keys)
+        if self.watermark_spec.lateness_rule == "window_closed" and closed is not None:
+            self._tk = np.concatenate([self._tk, closed.positions])
+            self._ts = np.concatenate([self._ts, closed.starts])
+            self._te = np.concatenate([self._te, closed.ends])
         self._forget(batch_keys)
+        return closed
 
     def _forget(self, batch_keys: np.ndarray | None) -> None:
         """Drop tombstones no acceptable row can reach: end + gap at or before the key's horizon."""

@@ -98,13 +98,36 @@ def vectorisable(config: OperatorConfig, schema, many_batches: bool = False):
     return vector_class(c.windower, c.watermark, c.emit, c.aggregates, c.processing_time, many_batches)
 
 
+def _flags(config: OperatorConfig, integral: tuple[bool, ...]) -> tuple[list[bool], list[bool], list[bool]]:
+    """The integral flags of the key, argument and carried (argument, then row) columns."""
+    c = config
+    flags = list(integral) + [False] * (c.key_count + c.argument_count + c.row_count)
+    return (flags[:c.key_count], flags[c.key_count:c.key_count + c.argument_count],
+            flags[c.key_count:c.key_count + c.argument_count + c.row_count])
+
+
+def _row_values(frame: t.Callable[[], pd.DataFrame], config: OperatorConfig, flags: list[bool]):
+    """row_values(i) of Columns: row i's arguments and carried columns, as the general runtime sees
+    them. Late and rejected rows only: the frame is read once, on the first call."""
+    values: list | None = None
+    names = [f"__a{j}" for j in range(config.argument_count)] + [f"__r{j}" for j in range(config.row_count)]
+
+    def row_values(i: int) -> tuple:
+        nonlocal values
+        if values is None:
+            data = frame()
+            values = [column_values(data[name], flag) for name, flag in zip(names, flags)]
+        return tuple(column[i] for column in values)
+
+    return row_values
+
+
 def batch_columns(frame: pd.DataFrame, config: OperatorConfig, integral: tuple[bool, ...]) -> Columns:
     """A bucket's micro-batch (arrival order) as the vectorised runtime's columns."""
     c = config
-    n = len(frame)
-    flags = list(integral) + [False] * (c.key_count + c.argument_count + c.row_count)
-    key_flags, arg_flags = flags[:c.key_count], flags[c.key_count:c.key_count + c.argument_count]
-    codes, keys, key_null = _factorize_keys([frame[f"__k{i}"] for i in range(c.key_count)], key_flags, n)
+    key_flags, arg_flags, carried = _flags(config, integral)
+    codes, keys, key_null = _combine_keys([_pandas_key(frame[f"__k{i}"], flag) for i, flag in enumerate(key_flags)],
+                                          len(frame))
     time = frame["__time"]
     time_null = time.isna().to_numpy()
     times = time.fillna(0).to_numpy().astype(np.int64) if time_null.any() else time.to_numpy().astype(np.int64)
@@ -113,36 +136,74 @@ def batch_columns(frame: pd.DataFrame, config: OperatorConfig, integral: tuple[b
         column = frame[f"__a{i}"]
         null = column.isna().to_numpy()
         args.append((column.fillna(0).to_numpy().astype(np.int64 if arg_flags[i] else np.float64), null))
-    values: list | None = None
-
-    def row_values(i: int) -> tuple:  # late and rejected rows only: converted once, on demand
-        nonlocal values
-        if values is None:
-            names = [f"__a{j}" for j in range(c.argument_count)] + [f"__r{j}" for j in range(c.row_count)]
-            values = [column_values(frame[name], flag) for name, flag in
-                      zip(names, flags[c.key_count:c.key_count + len(names)])]
-        return tuple(column[i] for column in values)
-
-    return Columns(codes, keys, key_null, times, time_null, args, row_values)
+    return Columns(codes, keys, key_null, times, time_null, args, _row_values(lambda: frame, config, carried))
 
 
-def _factorize_keys(columns: list[pd.Series], integral: list[bool], n: int):
-    """(code per row, distinct key tuples, NULL-key mask): a key holding a NULL is rejected."""
-    if not columns:
+def arrow_columns(table: "pa.Table", config: OperatorConfig, integral: tuple[bool, ...]) -> Columns:
+    """Rows in Arrow (one replay run, arrival order) as the vectorised runtime's columns: the same
+    values `batch_columns` reads from the pandas frame of `table` (NaN is NULL, as pandas reads
+    it), without building that frame (only late and rejected rows need it)."""
+    import pyarrow.compute as pc
+
+    c = config
+    key_flags, arg_flags, carried = _flags(config, integral)
+    codes, keys, key_null = _combine_keys([_arrow_key(_array(table, f"__k{i}"), flag) for i, flag in enumerate(key_flags)],
+                                          table.num_rows)
+    time = _array(table, "__time")
+    time_null = time.is_null().to_numpy(zero_copy_only=False)
+    times = time.fill_null(0).to_numpy().astype(np.int64, copy=False)
+    args = []
+    for i in range(c.argument_count):
+        column = _array(table, f"__a{i}")
+        null = pc.is_null(column, nan_is_null=True).to_numpy(zero_copy_only=False)
+        values = column.fill_null(0).to_numpy(zero_copy_only=False)
+        args.append((values.astype(np.int64 if arg_flags[i] else np.float64, copy=False), null))
+    return Columns(codes, keys, key_null, times, time_null, args,
+                   _row_values(lambda: table.to_pandas(timestamp_as_object=True), config, carried))
+
+
+def _array(table: "pa.Table", name: str) -> "pa.Array":
+    column = table.column(name)
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
+def _pandas_key(column: pd.Series, integral: bool) -> tuple:
+    """One key column: (code per row, its distinct values as Python values, NULL mask)."""
+    codes, uniques = pd.factorize(column, use_na_sentinel=False)
+    return codes.astype(np.int64, copy=False), column_values(pd.Series(uniques, dtype=column.dtype), integral), \
+        column.isna().to_numpy()
+
+
+def _arrow_key(column: "pa.Array", integral: bool) -> tuple:
+    """`_pandas_key` of an Arrow column: strings and integers encoded by Arrow, other types (whose
+    Python values pandas decides: timestamps, decimals, floats with NaN) through pandas."""
+    import pyarrow as pa
+
+    kind = column.type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_integer(kind)):
+        return _pandas_key(column.to_pandas(timestamp_as_object=True), integral)
+    encoded = column.dictionary_encode()
+    indices = encoded.indices
+    null = indices.is_null().to_numpy(zero_copy_only=False)
+    codes = indices.fill_null(len(encoded.dictionary)).to_numpy().astype(np.int64)  # NULL: a code of its own
+    return codes, encoded.dictionary.to_pylist() + [None], null
+
+
+def _combine_keys(parts: list[tuple], n: int):
+    """(code per row, distinct key tuples, NULL-key mask) from the key columns' `_pandas_key`
+    triples: a key holding a NULL is rejected."""
+    if not parts:
         return np.zeros(n, np.int64), [()], np.zeros(n, bool)
+    if len(parts) == 1:
+        codes, values, null = parts[0]
+        return codes, [(v,) for v in values], null
     null = np.zeros(n, bool)
     codes = np.zeros(n, np.int64)
-    parts = []
-    for column, flag in zip(columns, integral):
-        part_codes, uniques = pd.factorize(column, use_na_sentinel=False)
-        null |= column.isna().to_numpy()
-        codes = codes * max(1, len(uniques)) + part_codes
-        parts.append((part_codes, column_values(pd.Series(uniques, dtype=column.dtype), flag)))
-    if len(parts) == 1:
-        return codes, [(v,) for v in parts[0][1]], null
-    codes = pd.factorize(codes)[0].astype(np.int64)  # combined codes, renumbered 0..m-1
+    for part_codes, values, part_null in parts:  # renumbered 0..m-1 at each step: never overflows
+        codes = pd.factorize(codes * max(1, len(values)) + part_codes)[0].astype(np.int64)
+        null |= part_null
     _, first = np.unique(codes, return_index=True)  # the first row of each key
-    keys = [tuple(values[part_codes[row]] for part_codes, values in parts) for row in first.tolist()]
+    keys = [tuple(values[part_codes[row]] for part_codes, values, _ in parts) for row in first.tolist()]
     return codes, keys, null
 
 
@@ -441,15 +502,11 @@ def replay_partition(config: OperatorConfig, integral: tuple[bool, ...], vectori
     timers and arrival times) is the stream's (batch, time) list: processing time passes for
     every partition at every batch, as it does in a live stream (where a timer wakes each bucket).
     """
-    import pyarrow as pa
+    if vectorised is not None and not config.timers:
+        return _vector_replay(config, integral, vectorised, arrow_schema)
 
     def emit(out: list[tuple]) -> t.Iterator["pa.RecordBatch"]:
-        # Column by column from the tuples into Arrow (a pandas frame of objects in between cost
-        # a third of a replay's Python time: 0.53 of 1.6 s per million rows, cProfile).
-        if out:
-            arrays = [pa.array(column, type=field.type, from_pandas=True)  # NaN is NULL, as pandas reads it
-                      for column, field in zip(zip(*out), arrow_schema)]
-            yield from pa.Table.from_arrays(arrays, schema=arrow_schema).to_batches()
+        yield from _tuple_batches(out, arrow_schema)
 
     def replay(chunks: t.Iterator["pa.RecordBatch"]) -> t.Iterator["pa.RecordBatch"]:
         state = BucketState(config, integral, vectorised)
@@ -501,6 +558,126 @@ def replay_partition(config: OperatorConfig, integral: tuple[bool, ...], vectori
         yield from emit(out)
 
     return replay
+
+
+def replay_columns(config: OperatorConfig, vectorised: type | None) -> list[str]:
+    """The input columns replay_partition reads (the rest is left out before Spark ships the rows
+    to Python): keys, time, arguments, carried columns, batch, and arrival time where it matters."""
+    c = config
+    columns = ([f"__k{i}" for i in range(c.key_count)] + ["__time"] + [f"__a{i}" for i in range(c.argument_count)]
+               + [f"__r{i}" for i in range(c.row_count)] + ["__batch"])
+    return columns if vectorised is not None and not c.timers else columns + ["__ptime"]
+
+
+REPLAY_RUN_ROWS = 1 << 16  # the vectorised replay's runs: at least this many rows (whole batches)
+
+
+def _vector_replay(config: OperatorConfig, integral: tuple[bool, ...], vectorised: type, arrow_schema):
+    """replay_partition for a query the vectorised runtime covers (event time, no timers).
+
+    Spark's Arrow chunks are gathered into runs of whole micro-batches of at least
+    REPLAY_RUN_ROWS rows (a run's cost is a few NumPy passes plus a dictionary lookup per
+    distinct key, so longer runs cost less per row), read as columns without a pandas frame,
+    and the runtime's emissions go to Arrow as columns (EmissionBlocks). Memory holds one run
+    (or one recorded batch, if longer) and the open windows.
+    """
+    import pyarrow as pa
+
+    def replay(chunks: t.Iterator["pa.RecordBatch"]) -> t.Iterator["pa.RecordBatch"]:
+        c = config
+        runtime = vectorised(c.windower, c.watermark, c.emit, c.aggregates, c.processing_time)
+        runtime.columnar = True
+        for run in _batch_runs(chunks, REPLAY_RUN_ROWS):
+            batches = _array(run, "__batch").to_numpy().astype(np.int64, copy=False)
+            results = runtime.process_batches(arrow_columns(run, config, integral), batches)
+            yield from _result_batches(config, results, arrow_schema)
+        yield from _result_batches(config, [(END_BATCH, runtime.end_of_input())], arrow_schema)
+
+    return replay
+
+
+def _batch_runs(chunks: t.Iterator["pa.RecordBatch"], rows: int) -> t.Iterator["pa.Table"]:
+    """Tables of whole batches (the chunks' rows sorted by __batch), each of at least `rows` rows
+    but the last: a batch whose rows are still coming waits for the next chunk."""
+    import pyarrow as pa
+
+    pending: list = []
+    count = 0
+    for chunk in chunks:
+        if chunk.num_rows == 0:
+            continue
+        pending.append(chunk)
+        count += chunk.num_rows
+        if count < rows:
+            continue
+        table = pa.Table.from_batches(pending).combine_chunks()
+        batches = _array(table, "__batch").to_numpy()
+        last = int(np.searchsorted(batches, batches[-1]))  # the last batch's first row
+        if last == 0:  # one batch so far: keep gathering it
+            pending = table.to_batches()
+            continue
+        yield table.slice(0, last)
+        rest = table.slice(last)
+        pending, count = rest.to_batches(), rest.num_rows
+    if count:
+        yield pa.Table.from_batches(pending).combine_chunks()
+
+
+def _result_batches(config: OperatorConfig, results: list[tuple[int, BatchResult]], arrow_schema):
+    """Arrow batches of the records of (batch, result) pairs: emission blocks as columns, late and
+    rejected rows through tuples (few, and each carries its row's values)."""
+    tuples: list[tuple] = []
+    for batch, result in results:
+        for block in result.blocks:
+            yield _block_batch(block, batch, arrow_schema)
+        tuples += records(config, [result], batch)
+    yield from _tuple_batches(tuples, arrow_schema)
+
+
+def _block_batch(block, batch: int, arrow_schema) -> "pa.RecordBatch":
+    """An EmissionBlock as 'emit' records (`record_columns` layout, the replay's Arrow schema)."""
+    import pyarrow as pa
+
+    n = len(block)
+
+    def constant(value, kind):
+        return pa.nulls(n, kind).fill_null(pa.scalar(value, kind))
+
+    def column(values, null, kind):
+        array = pa.array(values, mask=null, from_pandas=True)  # NaN is NULL, as the tuples' path reads it
+        return array if array.type == kind else array.cast(kind)
+
+    fixed = {"__kind": lambda k: constant(EMIT, k), "__wstart": lambda k: column(block.starts, block.start_null, k),
+             "__wend": lambda k: column(block.ends, block.end_null, k),
+             "__windex": lambda k: pa.nulls(n, k) if block.indexes is None else column(block.indexes, None, k),
+             "__op": lambda k: constant(block.op, k), "__firing": lambda k: constant(block.firing, k),
+             "__seq": lambda k: column(block.seq, None, k),
+             "__batch": lambda k: constant(batch, k) if block.batch is None else column(block.batch, None, k)}
+    arrays = []
+    for field in arrow_schema:
+        name = field.name
+        if name in fixed:
+            arrays.append(fixed[name](field.type))
+        elif name.startswith("__k"):
+            i = int(name[3:])
+            arrays.append(pa.array([key[i] for key in block.keys], field.type, from_pandas=True))
+        elif name.startswith("__agg"):
+            values, null = block.values[int(name[5:])]
+            arrays.append(column(values, null, field.type))
+        else:  # late and rejected rows' columns, stats
+            arrays.append(pa.nulls(n, field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
+
+
+def _tuple_batches(out: list[tuple], arrow_schema) -> t.Iterator["pa.RecordBatch"]:
+    """Records as tuples (`records`) in Arrow, column by column (a pandas frame of objects in
+    between cost a third of a replay's Python time: 0.53 of 1.6 s per million rows, cProfile)."""
+    import pyarrow as pa
+
+    if out:
+        arrays = [pa.array(column, type=field.type, from_pandas=True)  # NaN is NULL, as pandas reads it
+                  for column, field in zip(zip(*out), arrow_schema)]
+        yield from pa.Table.from_arrays(arrays, schema=arrow_schema).to_batches()
 
 
 class _GlobalClock:

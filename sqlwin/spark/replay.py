@@ -15,7 +15,7 @@ import typing as t
 import uuid
 from dataclasses import dataclass
 
-from sqlwin.spark.operator import RECORD_TYPES, record_columns, replay_partition, vectorisable
+from sqlwin.spark.operator import RECORD_TYPES, record_columns, replay_columns, replay_partition, vectorisable
 from sqlwin.spark.stateful import check_input_types, RESULT_ORDER, StatefulQuery, prepare_stateful
 from sqlwin.sql.joins import describe_join
 from sqlwin.sql.plan import QueryPlan, outer_query
@@ -55,15 +55,17 @@ def run_replay(runner: "SparkRunner", plan: QueryPlan) -> ReplayResult:
                        rows.groupBy("__batch").agg({"__ptime": "max"}).dropna().collect()]
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    function = replay_partition(config, integral_flags(rows), vectorisable(config, rows.schema, many_batches=True), batch_times,
-                                to_arrow_schema(schema, timezone="UTC"))
+    vectorised = vectorisable(config, rows.schema, many_batches=True)
+    function = replay_partition(config, integral_flags(rows), vectorised, batch_times, to_arrow_schema(schema, timezone="UTC"))
     positions = config.clock_positions
     clock_keys = [f"__k{i}" for i in (range(config.key_count) if positions is None else positions)]
     if clock_keys and query.bucket_count > 1:
         spread = rows.repartition(query.bucket_count, *clock_keys)
     else:  # one clock for the stream (or a mode that judges every key against the others)
         spread = rows.repartition(1)
-    records = spread.sortWithinPartitions("__batch", "__order").mapInArrow(function, schema)
+    # Only what the runtime reads goes to Python (Spark prunes the rest before the shuffle).
+    records = spread.sortWithinPartitions("__batch", "__order").select(*replay_columns(config, vectorised)) \
+        .mapInArrow(function, schema)
     name = f"__sqlwin_records_{uuid.uuid4().hex[:12]}"
     records.createOrReplaceTempView(name)
     typed = f"({query.typed_emissions_sql(name)})"
