@@ -116,6 +116,32 @@ def test_csv_values_that_do_not_convert_are_routed_and_a_restart_keeps_the_first
     assert status["rejected_rows"] == 5, status
 
 
+def test_a_csv_stream_whose_query_reads_some_columns_judges_rows_by_all_of_them(sw, spark, tmp_path):
+    """A query reading only k and ts of a CSV stream (count(*), no LATE ROWS INTO) failed at its
+    first batch with Spark's QUERY_ONLY_CORRUPT_RECORD_COLUMN: the branch of malformed rows read
+    nothing but the corrupt-record column. Both branches now read every column of the file, so a
+    row is malformed by the same columns for both: `v = abc` rejects its row, though the query
+    does not read v (otherwise the row would be counted and also rejected)."""
+    source = tmp_path / "source"
+    source.mkdir()
+    _csv(source, 0, ["a,2024-01-01 00:00:01,1", "b,2024-01-01 00:00:03,2"])  # the schema: k, ts, v INT
+    query = ("SELECT k, window_start, count(*) AS n FROM TUMBLE(TABLE csv_ev PARTITION BY k "
+             "WATERMARK ts DELAY OF INTERVAL 1 SECOND, DESCRIPTOR(ts), INTERVAL 1 MINUTE) GROUP BY k, window_start, window_end")
+    handle = sw.stream(query, sources={"csv_ev": str(source)}, source_format="csv", sink=str(tmp_path / "sink"),
+                       checkpoint=str(tmp_path / "checkpoint"))
+    try:
+        _csv(source, 1, ["a,2024-01-01 00:00:02,abc", "b,never,3", "a,2024-01-01 00:00:04,5"])
+        handle.process_all_available()
+        handle.end_input()
+        status = handle.status()
+    finally:
+        handle.stop()
+    results = sorted(tuple(r) for r in spark.read.parquet(str(tmp_path / "sink")).selectExpr(
+        "k", "CAST(window_start AS STRING)", "n").collect())
+    assert results == [("a", "2024-01-01 00:00:00", 2), ("b", "2024-01-01 00:00:00", 1)]
+    assert status["rejected_rows"] == 2, status
+
+
 def test_a_parquet_file_that_does_not_fit_is_named_and_a_restart_can_skip_it(spark, tmp_path, capsys):
     """Issue 13 part 2: a file whose time column is text stopped the stream with a JVM stack and a
     message ending in "Reason: ", on every restart. Now: the file named in one line, exit 1, the

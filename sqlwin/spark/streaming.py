@@ -567,10 +567,14 @@ def _read_directory(spark, path: str, source_format: str, options: dict[str, str
     raw = spark.readStream.format(source_format).schema(StructType([*schema.fields, StructField(CORRUPT, StringType())])) \
         .options(**read_options, mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT).load(path)
     columns = [F.col(quote_identifier(f.name)) for f in schema.fields]
-    # The good rows' filter names every column: a CSV reader parses (and flags) only the columns a
-    # query reads, and both sides must judge a row by the same columns.
-    good = raw.where(F.col(CORRUPT).isNull() & F.hash(*columns).isNotNull()).select(*columns)
-    bad = raw.where(F.col(CORRUPT).isNotNull())
+    # Both branches read every column of the file: a CSV / JSON reader parses (and flags) only the
+    # columns a query reads, so both must judge a row by the same columns; and a query that reads
+    # only the corrupt-record column is refused by Spark (QUERY_ONLY_CORRUPT_RECORD_COLUMN). The
+    # condition is always true, written so that the optimizer cannot fold it away (`hash(...) IS
+    # NOT NULL` it folds: a hash is never NULL) and prune the columns.
+    every_column = F.length(F.coalesce(*[c.cast("string") for c in columns], F.lit(""))) >= 0
+    good = raw.where(F.col(CORRUPT).isNull() & every_column).select(*columns)
+    bad = raw.where(F.col(CORRUPT).isNotNull() & every_column)
     return good, bad, schema
 
 
