@@ -241,18 +241,23 @@ def _stream(args: argparse.Namespace) -> int:
                        source_options=options)
     print(f"streaming into {args.sink} (checkpoint {args.checkpoint}); Ctrl-C stops", file=sys.stderr)
     shown = -1
+
+    def report(ending: bool = False) -> None:  # a line for every batch run since the last report
+        nonlocal shown
+        for progress in _new_progress(handle, shown):
+            shown = progress["batchId"]
+            print(_progress_line(handle.status(progress), ending), file=sys.stderr)
+
     try:
         while True:
             if args.once:
                 handle.process_all_available()
+                report()
                 if args.end_input:
                     handle.end_input()
-            status = handle.status()
-            if status["batch"] is not None and status["batch"] != shown:
-                shown = status["batch"]
-                print(_progress_line(status), file=sys.stderr)
-            if args.once:
+                    report(ending=True)
                 break
+            report()
             if not handle.is_active:
                 handle.query.awaitTermination()  # raises the query's failure
                 break
@@ -264,9 +269,25 @@ def _stream(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress_line(status: dict) -> str:
+def _new_progress(handle, shown: int) -> list[dict]:
+    """Spark's progress reports of the batches after batch `shown`, oldest first (Spark keeps the
+    last 100; a batch id seen twice, a batch run again after a restart, is reported once)."""
+    reports = {}
+    for progress in handle.query.recentProgress or []:
+        batch = progress.get("batchId")
+        if batch is not None and batch > shown:
+            reports[batch] = progress
+    return [reports[b] for b in sorted(reports)]
+
+
+def _progress_line(status: dict, ending: bool = False) -> str:
     """One line per micro-batch. Keys, open windows, late and rejected rows are the stream's
-    whole life (kept in its checkpoint); results are this run's."""
+    whole life (kept in its checkpoint); results are this run's. `ending`: the batch that ended
+    the input (its one row in is the end-of-input signal), which closed every window."""
+    if ending:
+        return (f"batch {status['batch']}: end of input, every open window closed; stream: {status['rows']} rows, "
+                f"{status['late_rows']} late rows, {status['rejected_rows']} rejected rows (NULL key or time, "
+                f"malformed); this run: {status['results']} results")
     return (f"batch {status['batch']}: {status['input_rows']} rows in, {status['rows_per_second']:.0f} rows/s, "
             f"watermark {status['key_watermarks'] or status['watermark'] or '-'}; "
             f"stream so far: {status['keys']} keys, {status['open_windows']} open windows, "

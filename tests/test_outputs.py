@@ -126,7 +126,13 @@ def test_a_sink_of_another_checkpoint_is_refused(spark, tmp_path, capsys):
     assert _stream(tmp_path, "cp1", "sink", "late") == 0
     written = _batches(tmp_path / "sink")
     assert written  # the end of input closed a's and b's windows
-    capsys.readouterr()
+    # A line per batch: the data batch (its line was missing with --once: only the last batch was
+    # shown), then the end of input (which showed "1 rows in ... 0 keys, 0 open windows").
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("batch ")]
+    assert [line.split(":")[0] for line in lines] == ["batch 0", "batch 1"], lines
+    assert lines[0].startswith("batch 0: 3 rows in,") and "2 keys, 2 open windows" in lines[0], lines
+    assert lines[1].startswith("batch 1: end of input, every open window closed; stream: 3 rows,"), lines
+    assert lines[1].endswith("this run: 2 results"), lines
 
     # A new checkpoint on the same sink: refused before anything is written.
     assert _stream(tmp_path, "cp2", "sink", "late2") == 2

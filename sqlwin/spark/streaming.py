@@ -78,6 +78,7 @@ class StreamingWindowQuery:
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)  # this start of the stream
     _records: dict = field(default_factory=dict, repr=False)  # batch record files read so far, by name
     control_buckets: tuple = ()  # the bucket ids every stage of the stream has (end of input reaches each)
+    read_twice: tuple = ()  # directories read by two branches, good and malformed rows (_read_directory)
 
     def refresh(self) -> None:
         """What the sink writer recorded, read back from the checkpoint. The writer runs where
@@ -136,15 +137,19 @@ class StreamingWindowQuery:
     def is_active(self) -> bool:
         return self.query.isActive
 
-    def status(self) -> dict:
-        """Figures for a progress line: rows/s, watermark, open state, late rows."""
+    def status(self, progress: dict | None = None) -> dict:
+        """Figures for a progress line: rows/s, watermark, open state, late rows. `progress`: one
+        of Spark's progress reports (`query.recentProgress`) for that batch's own figures (rows
+        in, rows/s, watermark, state); the stream's figures are as of now. Default: the last."""
         self.refresh()
-        progress = self.query.lastProgress or {}
+        progress = progress if progress is not None else (self.query.lastProgress or {})
         state = (progress.get("stateOperators") or [{}])[0]
+        rows_in = _input_rows(progress, self.read_twice)
+        seconds = ((progress.get("durationMs") or {}).get("triggerExecution") or 0) / 1000
         return {
             "batch": progress.get("batchId"),
-            "input_rows": progress.get("numInputRows", 0),
-            "rows_per_second": progress.get("processedRowsPerSecond", 0.0),
+            "input_rows": rows_in,
+            "rows_per_second": rows_in / seconds if seconds else 0.0,
             "watermark": (progress.get("eventTime") or {}).get("watermark"),
             "state_rows": state.get("numRowsTotal"),
             "state_bytes": state.get("memoryUsedBytes"),
@@ -160,6 +165,21 @@ class StreamingWindowQuery:
     def _total(self, figure: str) -> int:
         """A figure summed over the buckets: the stream's whole life, restarts included."""
         return sum(s.get(figure) or 0 for s in self.bucket_stats.values())
+
+
+def _input_rows(progress: dict, read_twice: tuple[str, ...]) -> int:
+    """The rows a batch read. A CSV / JSON directory whose malformed rows are routed is scanned by
+    two branches (`_read_directory`) and Spark counts each of its rows twice (its progress has
+    one source, FileStreamSource[file:<directory>], with twice the rows): such a source is halved."""
+    sources = progress.get("sources") or []
+    if not sources:
+        return progress.get("numInputRows", 0) or 0
+    total = 0
+    for source in sources:
+        rows = int(source.get("numInputRows") or 0)
+        described = source.get("description") or ""
+        total += rows // 2 if any(described.endswith(f"{path}]") for path in read_twice) else rows
+    return total
 
 
 def _watermark_range(stats, stateful: StatefulQuery) -> str | None:
@@ -254,10 +274,12 @@ def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], q
                 "event-time windows and EMIT without intervals in the outer query", query=query_text)
     source_name = (_source_table(stateful) or "").lower()
     malformed = {name.lower(): frame for name, frame in malformed.items()}
+    read_twice: tuple[str, ...] = ()
     if source_name in malformed:  # rows that did not convert join the operator's records as rejected rows
         output = output.unionByName(_malformed_records(malformed[source_name], stateful, schema))
+        read_twice = tuple(os.path.abspath(str(s)) for n, s in sources.items() if n.lower() == source_name)
     handle = StreamingWindowQuery(None, sink, late_sink, checkpoint, buckets, stateful, clock,
-                                  control_buckets=control_buckets)
+                                  control_buckets=control_buckets, read_twice=read_twice)
     handle.bucket_stats = _load_progress(checkpoint)
     writer = output.writeStream.foreachBatch(_sink_writer(stateful, handle)) \
         .option("checkpointLocation", str(Path(checkpoint) / "spark"))
