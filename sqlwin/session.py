@@ -49,6 +49,11 @@ def session(app_name: str = "sqlwin", master: str | None = None, remote: str | N
 def _classic_session(app_name: str, master: str, shuffle_partitions: int, conf: dict[str, str] | None):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    python = os.environ["PYSPARK_PYTHON"]
+    if os.sep in python and not os.path.isabs(python):
+        # A relative path (`.venv/bin/python`) would be resolved in each executor's working
+        # directory: on a cluster, "Cannot run program .venv/bin/python". A bare name keeps PATH.
+        os.environ["PYSPARK_PYTHON"] = os.path.abspath(python)
     from pyspark.sql import SparkSession
 
     java_options = f"-Dlog4j2.configurationFile=file:{LOG_CONFIG} -Duser.timezone=UTC"
