@@ -200,3 +200,31 @@ def test_a_refused_query_leaves_a_new_checkpoint_unclaimed(sw, spark, tmp_path):
     handle = sw.stream(QUERY.replace(SOURCE, "ev").replace("LATE ROWS INTO late_ev", ""), sources={"ev": frame},
                        sink=str(tmp_path / "sink"), checkpoint=str(tmp_path / "ckpt"))
     handle.stop()
+
+
+CHAIN = """
+WITH per_key AS (
+  SELECT k, window_start, window_end, window_time, count(*) AS n
+  FROM TUMBLE(TABLE ev PARTITION BY k WATERMARK ts DELAY OF INTERVAL 1 SECOND, DESCRIPTOR(ts), INTERVAL 10 SECONDS)
+  GROUP BY k, window_start, window_end, window_time)
+SELECT window_start, sum(n) AS total FROM TUMBLE(TABLE per_key, DESCRIPTOR(window_time), INTERVAL 10 SECONDS)
+GROUP BY window_start, window_end
+"""
+
+
+def test_a_chained_stream_restarts_only_with_its_own_query(sw, spark, tmp_path):
+    """A stream of two chained aggregations (AP-11) skipped the restart check: a changed query ran
+    on the checkpoint's state. It is refused now, before any batch; the same query, spaced
+    otherwise, runs."""
+    from sqlwin.errors import SqlwinUsageError
+
+    (tmp_path / "in").mkdir()
+    frame = spark.readStream.schema("k STRING, ts TIMESTAMP, v INT").parquet(str(tmp_path / "in"))
+    dirs = {"sink": str(tmp_path / "sink"), "checkpoint": str(tmp_path / "ckpt")}
+    sw.stream(CHAIN, sources={"ev": frame}, **dirs).stop()
+    with pytest.raises(SqlwinUsageError) as err:
+        sw.stream(CHAIN.replace("INTERVAL 10 SECONDS)\nGROUP BY window_start", "INTERVAL 20 SECONDS)\nGROUP BY window_start"),
+                  sources={"ev": frame}, **dirs)
+    assert "restarts only with the query that started it" in err.value.message, err.value.message
+    assert not (tmp_path / "ckpt" / "spark" / "commits").exists() or not any((tmp_path / "ckpt" / "spark" / "commits").iterdir())
+    sw.stream("  ".join(CHAIN.split()), sources={"ev": frame}, **dirs).stop()

@@ -248,6 +248,8 @@ def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], q
     stateful = prepare_stateful(first, "streaming", buckets, bucket_ids)
     if upstream is None:
         _check_restart(checkpoint, query_text, stateful, plan_of)
+    else:
+        _check_chain_restart(checkpoint, query_text)
     claim.commit()  # the checkpoint's identity in sqlwin.json, a marker naming it in each sink
     _remember_source_schemas(checkpoint, read_schemas)
     control_dir = Path(checkpoint) / "sqlwin-control"
@@ -728,6 +730,20 @@ def _check_restart(checkpoint: str, query_text: str, stateful: StatefulQuery,
                  "or a fresh checkpoint")
     stored["query"] = query_text
     _store(checkpoint, stored)
+
+
+def _check_chain_restart(checkpoint: str, query_text: str) -> None:
+    """A stream of two chained aggregations restarts with its checkpoint's query only (its text,
+    up to whitespace): the outer stage's state settings depend on the inner stage's result
+    columns, which `_check_restart` cannot compare without building the checkpoint's inner stage,
+    so no change is taken on trust."""
+    before = _stored(checkpoint).get("query")
+    if not before or before.split() == query_text.split():
+        return
+    raise SqlwinUsageError(
+        f"The checkpoint at {checkpoint} holds the state of another query; a stream of two chained "
+        f"windowed aggregations restarts only with the query that started it:\n  {before}",
+        hint="that query, or a fresh checkpoint")
 
 
 def _partition_aligned_ids(spark, partitions: int, count: int) -> tuple[int, ...]:
