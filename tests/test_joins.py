@@ -14,6 +14,8 @@ from decimal import Decimal
 
 import pytest
 
+from pyspark.sql import functions as F
+
 from sqlwin.errors import SqlwinError
 from sqlwin.testing import feed_stream
 
@@ -84,10 +86,11 @@ def test_three_inputs_and_star(sw, sides):
 
 
 def test_a_stream_with_a_clock_per_key_gives_the_replays_rows(sw, spark, sides, tmp_path):
-    # A join's stream, stopped after batch 4 and restarted from its checkpoint, gives the replay's rows.
+    # A join's stream, stopped after batch 2 and restarted from its checkpoint, gives the replay's rows.
     # The stream's sources take the tables' names as streaming views: copies keep jl / jr finished.
-    spark.table("jl").createOrReplaceTempView("sl")
-    spark.table("jr").createOrReplaceTempView("sr")
+    # Micro-batches of 30 rows (4 of them; each costs the suite a second).
+    spark.table("jl").withColumn("batch", F.expr("batch div 3")).createOrReplaceTempView("sl")
+    spark.table("jr").withColumn("batch", F.expr("batch div 3")).createOrReplaceTempView("sr")
     query = _query("FULL", "product", replay=True, partition=True).replace("INTERVAL 1 HOUR", "INTERVAL 5 SECONDS") \
         .replace("arrival_order = seq, ", "arrival_order = seq, arrival_batch = batch, ") \
         .replace("WITH (arrival_order = seq)", "WITH (arrival_order = seq, arrival_batch = batch)") \
@@ -96,7 +99,7 @@ def test_a_stream_with_a_clock_per_key_gives_the_replays_rows(sw, spark, sides, 
     # With a 5 s delay some rows are late for the merged watermark: fewer rows than over the finished table.
     assert 0 < len(expected) < sw.sql(_query("FULL", "product", replay=False, partition=True)).count()
     fed = feed_stream(sw, query, {"sl": spark.table("sl"), "sr": spark.table("sr")}, None, "batch", "seq",
-                      workdir=str(tmp_path), restart_after=4)
+                      workdir=str(tmp_path), restart_after=2)
     assert sorted(fed.rows, key=repr) == sorted(expected, key=repr)
 
 
