@@ -142,6 +142,61 @@ def test_a_csv_stream_whose_query_reads_some_columns_judges_rows_by_all_of_them(
     assert status["rejected_rows"] == 2, status
 
 
+def test_malformed_rows_of_both_sides_of_a_join_are_counted(sw, spark, tmp_path):
+    """A join's stream routed the malformed rows of one source only (the one its operator named
+    first): the other side's vanished uncounted. Every directory source's are counted now."""
+    left, right = tmp_path / "left", tmp_path / "right"
+    left.mkdir()
+    right.mkdir()
+    (left / "0.csv").write_text("k,ts,v\na,2024-01-01 00:00:01,1\n")
+    (right / "0.csv").write_text("k,ts,w\na,2024-01-01 00:00:03,10\n")
+    query = ("SELECT l.k, l.window_start, l.v, r.w "
+             "FROM TUMBLE(TABLE lefts WATERMARK ts DELAY OF INTERVAL 1 SECOND, DESCRIPTOR(ts), INTERVAL 1 MINUTE) l "
+             "JOIN TUMBLE(TABLE rights WATERMARK ts DELAY OF INTERVAL 1 SECOND, DESCRIPTOR(ts), INTERVAL 1 MINUTE) r "
+             "ON l.k = r.k AND l.window_start = r.window_start AND l.window_end = r.window_end")
+    handle = sw.stream(query, sources={"lefts": str(left), "rights": str(right)}, source_format="csv",
+                       sink=str(tmp_path / "sink"), checkpoint=str(tmp_path / "checkpoint"))
+    try:
+        (left / ".1.tmp").write_text("k,ts,v\na,2024-01-01 00:00:02,xyz\n")
+        (left / ".1.tmp").rename(left / "1.csv")
+        (right / ".1.tmp").write_text("k,ts,w\na,not a time,20\n")
+        (right / ".1.tmp").rename(right / "1.csv")
+        handle.process_all_available()
+        handle.end_input()
+        status = handle.status()
+    finally:
+        handle.stop()
+    results = [tuple(r) for r in spark.read.parquet(str(tmp_path / "sink")).selectExpr(
+        "k", "CAST(window_start AS STRING)", "v", "w").collect()]
+    assert results == [("a", "2024-01-01 00:00:00", 1, 10)]
+    assert status["rejected_rows"] == 2, status
+
+
+def test_malformed_rows_of_a_chained_streams_source_are_counted(sw, spark, tmp_path):
+    """The same for a stream of two chained aggregations (AP-11): its source feeds the inner stage."""
+    source = tmp_path / "source"
+    source.mkdir()
+    _csv(source, 0, ["a,2024-01-01 00:00:01,1", "b,2024-01-01 00:00:02,2"])
+    query = ("WITH per_key AS (SELECT k, window_start, window_end, window_time, count(*) AS n "
+             "FROM TUMBLE(TABLE csv_ev WATERMARK ts DELAY OF INTERVAL 1 SECOND, DESCRIPTOR(ts), INTERVAL 1 MINUTE) "
+             "GROUP BY k, window_start, window_end, window_time) "
+             "SELECT window_start, sum(n) AS total FROM TUMBLE(TABLE per_key, DESCRIPTOR(window_time), INTERVAL 1 MINUTE) "
+             "GROUP BY window_start, window_end")
+    handle = sw.stream(query, sources={"csv_ev": str(source)}, source_format="csv", sink=str(tmp_path / "sink"),
+                       checkpoint=str(tmp_path / "checkpoint"))
+    try:
+        _csv(source, 1, ["a,2024-01-01 00:00:03,abc", "b,2024-01-01 00:00:04,4"])
+        handle.process_all_available()
+        handle.end_input()
+        status = handle.status()
+    finally:
+        handle.stop()
+    results = [tuple(r) for r in spark.read.parquet(str(tmp_path / "sink")).selectExpr(
+        "CAST(window_start AS STRING)", "total").collect()]
+    assert results == [("2024-01-01 00:00:00", 3)]
+    assert status["rejected_rows"] == 1, status
+
+
 def test_a_parquet_file_that_does_not_fit_is_named_and_a_restart_can_skip_it(spark, tmp_path, capsys):
     """Issue 13 part 2: a file whose time column is text stopped the stream with a JVM stack and a
     message ending in "Reason: ", on every restart. Now: the file named in one line, exit 1, the

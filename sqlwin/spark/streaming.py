@@ -274,12 +274,13 @@ def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], q
             raise SqlwinUnsupportedError(
                 "A stream of two chained windowed aggregations follows event time only", outer.windows[0].position,
                 "event-time windows and EMIT without intervals in the outer query", query=query_text)
-    source_name = (_source_table(stateful) or "").lower()
-    malformed = {name.lower(): frame for name, frame in malformed.items()}
-    read_twice: tuple[str, ...] = ()
-    if source_name in malformed:  # rows that did not convert join the operator's records as rejected rows
-        output = output.unionByName(_malformed_records(malformed[source_name], stateful, schema))
-        read_twice = tuple(os.path.abspath(str(s)) for n, s in sources.items() if n.lower() == source_name)
+    # Rows that did not convert join the operator's records as rejected rows: of every directory
+    # source (a join's sides, a chain's input), counted and routed. The row's own columns are
+    # carried (LATE ROWS INTO) when the operator reads that source directly.
+    direct = (_source_table(stateful) or "").lower()
+    for name, bad in malformed.items():
+        output = output.unionByName(_malformed_records(bad, stateful, schema, carry=name.lower() == direct))
+    read_twice = tuple(os.path.abspath(str(sources[name])) for name in malformed)
     handle = StreamingWindowQuery(None, sink, late_sink, checkpoint, buckets, stateful, clock,
                                   control_buckets=control_buckets, read_twice=read_twice)
     handle.bucket_stats = _load_progress(checkpoint)
@@ -634,10 +635,12 @@ def _source_table(stateful: StatefulQuery) -> str | None:
     return identifier_name(stateful.relation.source)
 
 
-def _malformed_records(bad: "DataFrame", stateful: StatefulQuery, schema) -> "DataFrame":
+def _malformed_records(bad: "DataFrame", stateful: StatefulQuery, schema, carry: bool = True) -> "DataFrame":
     """The rows that did not convert as the operator's records of rejected rows: with LATE ROWS
-    INTO, the row's columns as Spark could read them (NULL where a value did not convert)."""
-    available = {name.lower(): name for name in bad.columns}
+    INTO, the row's columns as Spark could read them (NULL where a value did not convert).
+    `carry`: the operator reads this source directly (else its carried columns are another
+    table's, and stay NULL)."""
+    available = {name.lower(): name for name in bad.columns} if carry else {}
     columns = []
     row_columns = {f"__r{i}": name for i, name in enumerate(stateful.row_columns)}
     for column in schema.fields:
