@@ -65,9 +65,24 @@ CSV_QUERY = ("SELECT k, window_start, window_end, count(*) AS n, sum(v) AS s FRO
              "GROUP BY k, window_start, window_end LATE ROWS INTO csv_late")
 
 
-def _csv(source, index, lines):
-    (source / f".f{index}.tmp").write_text("k,ts,v\n" + "\n".join(lines) + "\n")
+def _csv(source, index, lines, header="k,ts,v"):
+    (source / f".f{index}.tmp").write_text(header + "\n" + "\n".join(lines) + "\n")
     (source / f".f{index}.tmp").rename(source / f"f{index}.csv")
+
+
+def _run_to_end(handle, feed) -> dict:
+    """`feed()` the stream's next files, let it take them, end its input: its status (stopped either way)."""
+    try:
+        feed()
+        handle.process_all_available()
+        handle.end_input()
+        return handle.status()
+    finally:
+        handle.stop()
+
+
+def _sink_rows(spark, sink, *columns) -> list[tuple]:
+    return [tuple(r) for r in spark.read.parquet(str(sink)).selectExpr(*columns).collect()]
 
 
 def test_csv_values_that_do_not_convert_are_routed_and_a_restart_keeps_the_first_schema(sw, spark, tmp_path):
@@ -129,15 +144,9 @@ def test_a_csv_stream_whose_query_reads_some_columns_judges_rows_by_all_of_them(
              "WATERMARK ts DELAY OF INTERVAL 1 SECOND, DESCRIPTOR(ts), INTERVAL 1 MINUTE) GROUP BY k, window_start, window_end")
     handle = sw.stream(query, sources={"csv_ev": str(source)}, source_format="csv", sink=str(tmp_path / "sink"),
                        checkpoint=str(tmp_path / "checkpoint"))
-    try:
-        _csv(source, 1, ["a,2024-01-01 00:00:02,abc", "b,never,3", "a,2024-01-01 00:00:04,5"])
-        handle.process_all_available()
-        handle.end_input()
-        status = handle.status()
-    finally:
-        handle.stop()
-    results = sorted(tuple(r) for r in spark.read.parquet(str(tmp_path / "sink")).selectExpr(
-        "k", "CAST(window_start AS STRING)", "n").collect())
+    status = _run_to_end(handle, lambda: _csv(source, 1, ["a,2024-01-01 00:00:02,abc", "b,never,3",
+                                                          "a,2024-01-01 00:00:04,5"]))
+    results = sorted(_sink_rows(spark, tmp_path / "sink", "k", "CAST(window_start AS STRING)", "n"))
     assert results == [("a", "2024-01-01 00:00:00", 2), ("b", "2024-01-01 00:00:00", 1)]
     assert status["rejected_rows"] == 2, status
 
@@ -148,26 +157,21 @@ def test_malformed_rows_of_both_sides_of_a_join_are_counted(sw, spark, tmp_path)
     left, right = tmp_path / "left", tmp_path / "right"
     left.mkdir()
     right.mkdir()
-    (left / "0.csv").write_text("k,ts,v\na,2024-01-01 00:00:01,1\n")
-    (right / "0.csv").write_text("k,ts,w\na,2024-01-01 00:00:03,10\n")
+    _csv(left, 0, ["a,2024-01-01 00:00:01,1"])
+    _csv(right, 0, ["a,2024-01-01 00:00:03,10"], header="k,ts,w")
     query = ("SELECT l.k, l.window_start, l.v, r.w "
              "FROM TUMBLE(TABLE lefts WATERMARK ts DELAY OF INTERVAL 1 SECOND, DESCRIPTOR(ts), INTERVAL 1 MINUTE) l "
              "JOIN TUMBLE(TABLE rights WATERMARK ts DELAY OF INTERVAL 1 SECOND, DESCRIPTOR(ts), INTERVAL 1 MINUTE) r "
              "ON l.k = r.k AND l.window_start = r.window_start AND l.window_end = r.window_end")
     handle = sw.stream(query, sources={"lefts": str(left), "rights": str(right)}, source_format="csv",
                        sink=str(tmp_path / "sink"), checkpoint=str(tmp_path / "checkpoint"))
-    try:
-        (left / ".1.tmp").write_text("k,ts,v\na,2024-01-01 00:00:02,xyz\n")
-        (left / ".1.tmp").rename(left / "1.csv")
-        (right / ".1.tmp").write_text("k,ts,w\na,not a time,20\n")
-        (right / ".1.tmp").rename(right / "1.csv")
-        handle.process_all_available()
-        handle.end_input()
-        status = handle.status()
-    finally:
-        handle.stop()
-    results = [tuple(r) for r in spark.read.parquet(str(tmp_path / "sink")).selectExpr(
-        "k", "CAST(window_start AS STRING)", "v", "w").collect()]
+
+    def feed():
+        _csv(left, 1, ["a,2024-01-01 00:00:02,xyz"])
+        _csv(right, 1, ["a,not a time,20"], header="k,ts,w")
+
+    status = _run_to_end(handle, feed)
+    results = _sink_rows(spark, tmp_path / "sink", "k", "CAST(window_start AS STRING)", "v", "w")
     assert results == [("a", "2024-01-01 00:00:00", 1, 10)]
     assert status["rejected_rows"] == 2, status
 
@@ -184,15 +188,8 @@ def test_malformed_rows_of_a_chained_streams_source_are_counted(sw, spark, tmp_p
              "GROUP BY window_start, window_end")
     handle = sw.stream(query, sources={"csv_ev": str(source)}, source_format="csv", sink=str(tmp_path / "sink"),
                        checkpoint=str(tmp_path / "checkpoint"))
-    try:
-        _csv(source, 1, ["a,2024-01-01 00:00:03,abc", "b,2024-01-01 00:00:04,4"])
-        handle.process_all_available()
-        handle.end_input()
-        status = handle.status()
-    finally:
-        handle.stop()
-    results = [tuple(r) for r in spark.read.parquet(str(tmp_path / "sink")).selectExpr(
-        "CAST(window_start AS STRING)", "total").collect()]
+    status = _run_to_end(handle, lambda: _csv(source, 1, ["a,2024-01-01 00:00:03,abc", "b,2024-01-01 00:00:04,4"]))
+    results = _sink_rows(spark, tmp_path / "sink", "CAST(window_start AS STRING)", "total")
     assert results == [("2024-01-01 00:00:00", 3)]
     assert status["rejected_rows"] == 1, status
 
