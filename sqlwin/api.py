@@ -54,10 +54,12 @@ class Sqlwin:
 
     # -- public ------------------------------------------------------------------
 
-    def plan(self, query: str) -> QueryPlan:
-        """Parse and validate; the IR every execution mode reads."""
-        resolver = _SchemaResolver(self.runner, query)
-        plan = build_plan(query, resolver, self.spark.conf.get("spark.sql.session.timeZone") or "UTC")
+    def plan(self, query: str, tables: dict[str, str] | None = None) -> QueryPlan:
+        """Parse and validate; the IR every execution mode reads. `tables`: {a table name the query
+        reads: the view that stands for it} (a stream's sources, under views of sqlwin's own)."""
+        resolver = _SchemaResolver(self.runner, query, tables=tables)
+        plan = build_plan(query, resolver, self.spark.conf.get("spark.sql.session.timeZone") or "UTC",
+                          tables=tables)
         name_select_items(plan, lambda sql: self.runner.sql(sql, query).columns)  # count(*) is count(1), as in Spark
         return plan
 
@@ -172,10 +174,12 @@ def choose_mode(plan: QueryPlan, streaming: bool = False) -> str:
 class _SchemaResolver:
     """Column types of a window function's input: a catalog table, a temp view, or a CTE of the query."""
 
-    def __init__(self, runner: SparkRunner, query: str, resolving: frozenset[str] = frozenset()):
+    def __init__(self, runner: SparkRunner, query: str, resolving: frozenset[str] = frozenset(),
+                 tables: dict[str, str] | None = None):
         self.runner = runner
         self.query = query
         self.resolving = resolving
+        self.tables = tables
         self._ctes: dict[str, exp.Expr] | None = None
 
     def __call__(self, name: str) -> dict[str, str] | None:
@@ -203,9 +207,9 @@ class _SchemaResolver:
         from sqlwin.sql.dialect import SqlwinDialect
 
         probe_sql = probe.sql(dialect=SqlwinDialect)
-        inner = _SchemaResolver(self.runner, probe_sql, self.resolving | {name})
+        inner = _SchemaResolver(self.runner, probe_sql, self.resolving | {name}, self.tables)
         try:
-            lowered = lower_complete(build_plan(probe_sql, inner))
+            lowered = lower_complete(build_plan(probe_sql, inner, tables=self.tables))
             df = self.runner.sql(lowered.sql, self.query)
         except SqlwinError:
             return None  # reported with its real position when the whole query is planned

@@ -15,6 +15,10 @@ from dataclasses import dataclass
 class Tumble:
     size: int
     offset: int = 0
+    # Whether which windows exist depends on the rows (SESSION, SLIDE, COUNT_WINDOW): such windows
+    # are formed per key -- PARTITION BY, and under a windowed aggregation its GROUP BY keys too
+    # (docs/semantics.md, "Which rows form a window"). Fixed windows are the same for every key.
+    data_dependent: t.ClassVar[bool] = False
 
     @property
     def slide(self) -> int:
@@ -28,6 +32,7 @@ class Hop:
     size: int
     slide: int
     offset: int = 0
+    data_dependent: t.ClassVar[bool] = False
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,7 @@ class Cumulate:
     step: int
     max_size: int
     offset: int = 0
+    data_dependent: t.ClassVar[bool] = False
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,7 @@ class Session:
     """Rows less than `gap` apart share a session; a session is [first row, last row + gap)."""
 
     gap: int
+    data_dependent: t.ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,7 @@ class Slide:
     """One window per distinct row time: [ts - size, ts], both ends inclusive (Quix sliding windows)."""
 
     size: int
+    data_dependent: t.ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
@@ -65,6 +73,7 @@ class CountWindow:
     size: int
     slide: int
     timed: bool = False
+    data_dependent: t.ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,7 @@ class GlobalWindow:
     """One window holding every row of a key. `timed`: as CountWindow's."""
 
     timed: bool = False
+    data_dependent: t.ClassVar[bool] = False
 
 
 Windower = t.Union[Tumble, Hop, Cumulate, Session, Slide, CountWindow, GlobalWindow]

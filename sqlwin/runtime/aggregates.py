@@ -253,6 +253,23 @@ def _hashable(v: t.Any) -> t.Any:
     return v
 
 
+class Filtered(Aggregate):
+    """`agg(...) FILTER (WHERE c)`: `inner` sees only the rows whose values[filter] is true (not
+    false, not NULL)."""
+
+    def __init__(self, inner: Aggregate, index: int):
+        self.inner = inner
+        self.index = index
+        self.name = inner.name
+        self.init, self.merge, self.result = inner.init, inner.merge, inner.result
+
+    def add(self, state, time, seq, values):
+        keep = values[self.index]
+        if keep is None or keep != keep or not keep:  # NULL (None, or NaN from pandas) or false
+            return state
+        return self.inner.add(state, time, seq, values)
+
+
 AGGREGATES: dict[str, type[Aggregate]] = {
     cls.name: cls
     for cls in (Count, Sum, Min, Max, Avg, CollectList, First, Last, MinBy, MaxBy, CountDistinct)
@@ -275,7 +292,13 @@ def make_aggregates(specs: t.Sequence[AggregateSpec]) -> list[Aggregate]:
                 f"Aggregate {spec.func} is not supported by the streaming window runtime",
                 hint=", ".join(sorted(AGGREGATES)))
         _check_args(cls, spec)
-        built.append(cls(spec))
+        aggregate = cls(spec)
+        if spec.filter is not None:
+            if not isinstance(spec.filter, int) or spec.filter < 0:
+                raise RuntimeConfigError(f"Aggregate {spec.func}: its filter must be a value index >= 0, "
+                                         f"got {spec.filter!r}")
+            aggregate = Filtered(aggregate, spec.filter)
+        built.append(aggregate)
     return built
 
 

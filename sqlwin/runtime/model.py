@@ -29,6 +29,9 @@ class AggregateSpec:
     func: count (arg None = count(*)), sum, min, max, avg, collect_list, first, last,
     min_by, max_by, count_distinct. `order` (collect_list only, `array_agg(v ORDER BY ...)`):
     (value index, descending, nulls_first) per ORDER BY key; ties keep event-time order.
+    `filter`: the value index of a boolean, `agg(...) FILTER (WHERE c)`: only rows where it is true
+    reach the aggregate. (The SQL layer writes FILTER of an aggregate that skips NULLs as its argument
+    `CASE WHEN c THEN x END` instead, which the vectorised runtime computes too.)
     """
 
     func: str
@@ -36,6 +39,7 @@ class AggregateSpec:
     arg2: int | None = None
     order: tuple[tuple[int, bool, bool], ...] = ()
     join: "JoinSpec | None" = None  # func 'window_join' only (runtime/join.py)
+    filter: int | None = None
 
 
 JOIN_INSERT_MODES = ("product", "first", "last", "collect")

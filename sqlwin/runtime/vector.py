@@ -61,7 +61,8 @@ def vector_class(windower, watermark, emit, aggregates: t.Sequence[AggregateSpec
     common = (not processing_time and getattr(watermark, "sides", 1) == 1 and watermark.strategy in ("max_event_time", "min_event_time")
               and watermark.idle_timeout is None and emit.final and emit.is_final_only
               and not emit.allowed_lateness
-              and all(a.func in VECTOR_AGGREGATES and a.arg2 is None and not a.order for a in aggregates))
+              and all(a.func in VECTOR_AGGREGATES and a.arg2 is None and not a.order
+                      and getattr(a, "filter", None) is None for a in aggregates))
     if not common:
         return None
     if isinstance(windower, (Tumble, Hop, Cumulate)):

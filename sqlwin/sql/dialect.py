@@ -540,10 +540,19 @@ class SqlwinGenerator(SparkGenerator):
             sql += f" {self.sql(expression, 'watermark')}"
         return sql
 
-    def arrayagg_sql(self, expression: exp.ArrayAgg) -> str:
+    def filter_sql(self, expression: exp.Filter) -> str:
+        """`agg FILTER (WHERE c)`; over an ordered array_agg the FILTER goes on the collect_list that
+        `arrayagg_sql` writes (Spark refuses it on the `transform` around it)."""
+        agg = expression.this
+        if isinstance(agg, exp.ArrayAgg) and isinstance(agg.this, exp.Order):
+            return self.arrayagg_sql(agg, self.sql(expression, "expression").strip())
+        return super().filter_sql(expression)
+
+    def arrayagg_sql(self, expression: exp.ArrayAgg, where: str | None = None) -> str:
         """`array_agg(v ORDER BY k [DESC] [NULLS FIRST|LAST], ...)`, which Spark cannot write (its
         collect_list has no order): the non-NULL values' (keys, value) structs collected, sorted by
-        a comparator over the keys, and the values kept."""
+        a comparator over the keys, and the values kept. `where`: the aggregate's `WHERE c` of
+        FILTER, which filters the rows collected."""
         order = expression.this
         if not isinstance(order, exp.Order):
             return super().arrayagg_sql(expression)
@@ -564,7 +573,8 @@ class SqlwinGenerator(SparkGenerator):
                       f"WHEN {left} IS NOT NULL AND {right} IS NULL THEN {-null}",
                       f"WHEN {left} < {right} THEN {less}", f"WHEN {left} > {right} THEN {-less}"]
         comparator = f"(__l, __r) -> CASE {' '.join(cases)} ELSE 0 END"
-        sql = f"transform(array_sort(collect_list({item}), {comparator}), __x -> __x.__v)"
+        collected = f"collect_list({item})" + (f" FILTER({where})" if where else "")
+        sql = f"transform(array_sort({collected}, {comparator}), __x -> __x.__v)"
         return f"array_distinct({sql})" if distinct else sql
 
 

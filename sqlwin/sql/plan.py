@@ -85,10 +85,21 @@ class TimeColumn:
     name: str | None
     kind: str
     rounded: bool = False
+    # A TIMESTAMP_NTZ column: a wall-clock time in no zone. Its epoch microseconds are read as if it
+    # were UTC, whatever the session time zone, and window columns are TIMESTAMP_NTZ again.
+    ntz: bool = False
 
     @property
     def unit_micros(self) -> int:
         return 1_000 if self.kind == "epoch_ms" else 1
+
+    def micros_sql(self) -> str:
+        """Spark SQL for a TIMESTAMP (or TIMESTAMP_NTZ) row time as epoch microseconds."""
+        return timestamp_micros_sql(quote_identifier(self.name), self.ntz)
+
+    def from_micros_sql(self, micros: str) -> str:
+        """Epoch microseconds back to the column's type (TIMESTAMP or TIMESTAMP_NTZ)."""
+        return micros_timestamp_sql(micros, self.ntz)
 
     def epoch_ms_sql(self) -> str:
         """Spark SQL for an epoch-ms row time as whole milliseconds (NULL for NaN, infinities, overflow)."""
@@ -201,8 +212,13 @@ SIGNATURES: dict[str, tuple[tuple[str, ...], int]] = {
 PARAMETER_ALIASES = {"MAX_SIZE": "SIZE", "STEP_SIZE": "STEP"}
 
 
-def build_plan(sql: str, schema_of: SchemaLookup = lambda name: None, time_zone: str = "UTC") -> QueryPlan:
-    """Parse and validate `sql`; errors carry the query text so they can show the line."""
+def build_plan(sql: str, schema_of: SchemaLookup = lambda name: None, time_zone: str = "UTC",
+               tables: dict[str, str] | None = None) -> QueryPlan:
+    """Parse and validate `sql`; errors carry the query text so they can show the line.
+
+    `tables`: {a table name the query reads: the view that stands for it}, e.g. a stream's sources,
+    registered under views of sqlwin's own so that no temp view of the user's is replaced. The plan
+    reads those views; the query keeps answering to the names it was written with."""
     try:
         ast = parse_one(sql)
     except SqlwinSyntaxError as err:
@@ -210,12 +226,41 @@ def build_plan(sql: str, schema_of: SchemaLookup = lambda name: None, time_zone:
         # none of sqlwin's words may still be Spark's, which the caller then hands to Spark as written.
         err.plain_spark = not mentions_sqlwin(sql)
         raise err.with_query(sql) from None
+    if tables:
+        _read_tables_as(ast, tables)
     try:
         plan = _build(sql, ast, schema_of, time_zone)
     except SqlwinError as err:
         raise err.with_query(sql) from None
     plan.time_zone = time_zone
     return plan
+
+
+def _read_tables_as(ast: exp.Expr, tables: dict[str, str]) -> None:
+    """Every reference to a table named in `tables` (a one-part name, any case) reads its view instead,
+    aliased to the name it was written with (`ev.k` keeps resolving) and placed where the name was
+    (errors point at the user's text). A CTE of that name shadows the table outside its own body."""
+    views = {name.lower(): view for name, view in tables.items()}
+    ctes = {cte.alias_or_name.lower(): cte for cte in ast.find_all(exp.CTE)}
+    for table in list(ast.find_all(exp.Table)):
+        name = table.name
+        if table.args.get("db") or table.args.get("catalog") or name.lower() not in views \
+                or not isinstance(table.this, exp.Identifier):
+            continue
+        cte = ctes.get(name.lower())
+        if cte is not None and not any(parent is cte for parent in _parents(table)):
+            continue  # the CTE, not the table
+        view = exp.to_identifier(views[name.lower()], quoted=True)
+        view.meta.update(table.this.meta)
+        if not table.alias:
+            table.set("alias", exp.TableAlias(this=exp.to_identifier(name, quoted=table.this.quoted)))
+        table.set("this", view)
+
+
+def _parents(node: exp.Expr) -> t.Iterator[exp.Expr]:
+    while node.parent is not None:
+        node = node.parent
+        yield node
 
 
 _SQLWIN_WORDS = {"WATERMARK", "EMIT", "DESCRIPTOR"}
@@ -487,7 +532,7 @@ def _time_column(node: WindowTVF, descriptor: Descriptor | None, columns: dict[s
     _check_column(inner, columns, "DESCRIPTOR")
     type_name = _type_of(inner.name, columns)
     if type_name is None or type_name in TIMESTAMP_TYPES:
-        return TimeColumn(inner.name, "timestamp")
+        return TimeColumn(inner.name, "timestamp", ntz=type_name == "timestamp_ntz")
     if type_name in EPOCH_MS_TYPES:
         return TimeColumn(inner.name, "epoch_ms")
     if type_name in FRACTIONAL_MS_TYPES or type_name.startswith("decimal"):
@@ -495,6 +540,67 @@ def _time_column(node: WindowTVF, descriptor: Descriptor | None, columns: dict[s
     _fail(f"Time column {inner.name} is {type_name.upper()}, not a time", inner,
           "a TIMESTAMP column, or a column of epoch milliseconds (LONG; DOUBLE or DECIMAL are rounded to the ms)",
           text=inner.name)
+
+
+_NTZ_EPOCH = "TIMESTAMP_NTZ '1970-01-01 00:00:00'"
+
+
+def timestamp_micros_sql(sql: str, ntz: bool) -> str:
+    """Epoch microseconds of a TIMESTAMP value (`unix_micros`), or of a TIMESTAMP_NTZ one read as UTC.
+
+    A TIMESTAMP_NTZ's fields are taken as a UTC time: `unix_micros` would first cast it to TIMESTAMP in
+    the session time zone, moving every time by the zone's offset, and Spark's `timestampdiff` between
+    two TIMESTAMP_NTZ values also goes through the session zone (a wall time in the hour a daylight
+    saving change skips comes out an hour later)."""
+    if not ntz:
+        return f"unix_micros({sql})"
+    fields = ", ".join(f"{part}({sql})" for part in ("year", "month", "day", "hour", "minute"))
+    return f"unix_micros(make_timestamp({fields}, date_part('SECOND', {sql}), 'UTC'))"
+
+
+def micros_timestamp_sql(micros: str, ntz: bool) -> str:
+    """Epoch microseconds as a TIMESTAMP (`timestamp_micros`), or as a TIMESTAMP_NTZ read as UTC
+    (`timestampadd` of microseconds to a TIMESTAMP_NTZ adds them to its fields, in no zone)."""
+    return f"timestampadd(MICROSECOND, {micros}, {_NTZ_EPOCH})" if ntz else f"timestamp_micros({micros})"
+
+
+def window_keys(relation: WindowRelation, group_keys: t.Sequence[str] = ()) -> tuple[str, ...]:
+    """The keys whose rows form windows of their own, as Spark SQL over the window function's input.
+
+    PARTITION BY always. A data-dependent window (SESSION, SLIDE, COUNT_WINDOW) under a windowed
+    aggregation is formed per GROUP BY key too, in every mode (docs/semantics.md, "Which rows form a
+    window"): `group_keys` are that aggregation's keys beside the window columns, each added unless
+    PARTITION BY has it already, with qualifiers dropped (the input is the only relation there). A key
+    that is not over the input's columns (a SELECT alias, say) forms no windows: Spark reports it.
+    """
+    keys = list(relation.partition_by)
+    if not relation.windower.data_dependent:
+        return tuple(keys)
+    columns = {name.lower(): name for name in relation.columns}
+    seen = {key_text(k) for k in keys}
+    for key in group_keys:
+        try:
+            node = exp.maybe_parse(key, dialect="spark")
+        except Exception:  # noqa: BLE001 - a key sqlglot cannot read again is Spark's to judge
+            continue
+        names = list(node.find_all(exp.Column))
+        if any(c.name.lower() in WINDOW_COLUMNS for c in names):
+            continue
+        if columns and any(c.name.lower() not in columns for c in names):
+            continue
+        node = node.transform(lambda n: exp.column(columns.get(n.name.lower(), n.name), quoted=True)
+                              if isinstance(n, exp.Column) else n)
+        text = node.sql(dialect="spark")
+        if key_text(text) not in seen:
+            seen.add(key_text(text))
+            keys.append(text)
+    return tuple(keys)
+
+
+def key_text(sql: str) -> str:
+    """A key compared with another: a column by its name (any case, quoted or not), else its SQL."""
+    name = identifier_name(sql)
+    return (name if name is not None else sql).lower().strip()
 
 
 def _type_of(name: str, columns: dict[str, str]) -> str | None:
@@ -1039,6 +1145,12 @@ def describe_plan(plan: QueryPlan, complete: bool = False) -> list[str]:
         lines.append(f"  windows: {describe_windower(window.windower, window.time)}")
         lines.append(f"  time: {describe_time(window.time)}")
         lines.append(f"  partition by: {', '.join(window.partition_by) or '(none: one stream)'}")
+        if plan.aggregation is not None and window is plan.aggregation.relation:
+            formed = window_keys(window, plan.aggregation.group_keys)
+            if formed != tuple(window.partition_by):
+                shown = ", ".join(identifier_name(k) or k for k in formed)
+                lines.append(f"  windows formed per: {shown} (the GROUP BY keys: a {window.function} window holds "
+                             "one key's rows; PARTITION BY names the clocks)")
         if window.order_by:
             lines.append(f"  order by: {', '.join(window.order_by)}")
         # Without PARTITION BY there are no keys to give clocks to: one clock for the stream.
