@@ -33,7 +33,7 @@ import typing as t
 from pathlib import Path
 
 from sqlwin.errors import SqlwinError, SqlwinRuntimeError, SqlwinUsageError
-from sqlwin.outputs import check_out
+from sqlwin.outputs import check_out, check_stream_outputs
 from sqlwin.sql.text import quote_identifier
 
 FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
@@ -235,15 +235,22 @@ def _stream(args: argparse.Namespace) -> int:
     query = _read_query(args.query)
     sources = _parse_tables(args.source, "--source")
     options = {"maxFilesPerTrigger": str(args.max_files_per_trigger)} if args.max_files_per_trigger else {}
+    # Before Spark starts (refusals cost nothing): the sinks' owners, directories that cannot be written,
+    # a checkpoint a running stream holds. sw.stream asks again, and takes the checkpoint's lock.
+    check_stream_outputs(args.checkpoint, {"sink": args.sink, "late sink": args.late_sink}, sources)
     sw = _attach(args)
     handle = sw.stream(query, sources={name: str(path) for name, path in sources.items()}, sink=args.sink,
                        checkpoint=args.checkpoint, late_sink=args.late_sink, source_format=args.format,
                        source_options=options)
     print(f"streaming into {args.sink} (checkpoint {args.checkpoint}); Ctrl-C stops", file=sys.stderr)
-    shown = -1
+    shown, noted = -1, 0
 
     def report(ending: bool = False) -> None:  # a line for every batch run since the last report
-        nonlocal shown
+        nonlocal shown, noted
+        restarts = handle.supervisor.restarts if handle.supervisor is not None else []
+        for note in restarts[noted:]:  # the stream started again (a Python worker did not connect back)
+            print(f"sqlwin: {note}", file=sys.stderr)
+        noted = len(restarts)
         for progress in _new_progress(handle, shown):
             shown = progress["batchId"]
             print(_progress_line(handle.status(progress), ending), file=sys.stderr)
@@ -259,7 +266,7 @@ def _stream(args: argparse.Namespace) -> int:
                 break
             report()
             if not handle.is_active:
-                handle.query.awaitTermination()  # raises the query's failure
+                handle.await_termination()  # raises the query's failure
                 break
             time.sleep(1)
     except KeyboardInterrupt:
@@ -284,14 +291,15 @@ def _progress_line(status: dict, ending: bool = False) -> str:
     """One line per micro-batch. Keys, open windows, late and rejected rows are the stream's
     whole life (kept in its checkpoint); results are this run's. `ending`: the batch that ended
     the input (its one row in is the end-of-input signal), which closed every window."""
+    bad = (f"{status['late_rows']} late rows, {status['rejected_rows']} rejected rows (NULL key or time, malformed"
+           + "".join(f"; stage {stage}: {figures['late']} late, {figures['rejected']} rejected"
+                     for stage, figures in (status.get("stages") or {}).items()) + ")")
     if ending:
         return (f"batch {status['batch']}: end of input, every open window closed; stream: {status['rows']} rows, "
-                f"{status['late_rows']} late rows, {status['rejected_rows']} rejected rows (NULL key or time, "
-                f"malformed); this run: {status['results']} results")
+                f"{bad}; this run: {status['results']} results")
     return (f"batch {status['batch']}: {status['input_rows']} rows in, {status['rows_per_second']:.0f} rows/s, "
             f"watermark {status['key_watermarks'] or status['watermark'] or '-'}; "
-            f"stream so far: {status['keys']} keys, {status['open_windows']} open windows, "
-            f"{status['late_rows']} late rows, {status['rejected_rows']} rejected rows (NULL key or time, malformed); "
+            f"stream so far: {status['keys']} keys, {status['open_windows']} open windows, {bad}; "
             f"state {(status['state_bytes'] or 0) / 1e6:.1f} MB; this run: {status['results']} results")
 
 
@@ -525,6 +533,11 @@ def runtime_error(err: Exception) -> SqlwinRuntimeError:
     """Spark's error in one line: the innermost error class a wrapper carries (a stream's
     failure holds the batch's error inside STREAM_FAILED and FOREACH_BATCH_USER_FUNCTION_ERROR),
     without its SQLSTATE; for a file a stream cannot read, what to do."""
+    from sqlwin.spark.supervision import stream_failure
+
+    known = stream_failure(err)  # a stream's failure sqlwin says in its own words
+    if known is not None:
+        return known
     found = [m for m in _ERROR_CLASS.finditer(str(err)) if m.group(1) not in _WRAPPERS]
     if not found:
         return SqlwinRuntimeError(f"Spark failed while running the query: {_first_line(err)}")

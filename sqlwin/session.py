@@ -16,6 +16,7 @@ MASTER_ENV = "SQLWIN_MASTER"
 REMOTE_ENV = "SQLWIN_REMOTE"
 DEFAULT_MASTER = "local[2]"
 STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+PYTHON_SOCKET_TIMEOUT = "60s"
 
 
 def session(app_name: str = "sqlwin", master: str | None = None, remote: str | None = None,
@@ -68,6 +69,10 @@ def _classic_session(app_name: str, master: str, shuffle_partitions: int, conf: 
         .config("spark.executor.extraJavaOptions", java_options)
         .config("spark.sql.streaming.stateStore.providerClass", STATE_STORE)
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        # How long a Python process may take to connect back and authenticate to the JVM (default 15 s):
+        # on a loaded machine a worker's start is slow (issue 21). Spark's fixed 10 s wait for the worker
+        # that plans a stream has no setting: sqlwin starts such a stream again (spark/supervision.py).
+        .config("spark.python.authenticate.socketTimeout", PYTHON_SOCKET_TIMEOUT)
     )
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
