@@ -3,7 +3,8 @@
 The pieces tests/test_crash.py puts together (also usable from a script):
 
 - `QUERIES`: the streaming queries under test, each over the source table `events`
-  (k STRING, ts BIGINT epoch ms, v INT, seq BIGINT) with LATE ROWS INTO.
+  (k STRING, ts BIGINT epoch ms, v INT, seq BIGINT) with LATE ROWS INTO: windowed aggregations,
+  a windowed self-join and a chain of two windowed aggregations.
 - `make_batches(seed, n)`: a deterministic input of `n` micro-batches with on-time rows,
   rows out of order, late rows, and rows with a NULL key or a NULL time.
 - `Run`: one stream's directories (source, checkpoint, sink, late sink) and its `sqlwin stream`
@@ -17,7 +18,7 @@ The pieces tests/test_crash.py puts together (also usable from a script):
 - `reference_runs(sw, ...)`: the same input through `sw.stream` in the test session's own
   Spark, uninterrupted: the reference the crashed runs are compared with.
 - `expected_tumble_final`, `expected_count_windows`: what two of the queries must give,
-  computed from the input alone.
+  computed from the input alone (the first also gives the join's and the chain's windows).
 - `state_figures`, `rss_bytes`, `jvm_heap_after_gc`: what a long stream keeps.
 - `compare(reference, crashed)`: rows lost, duplicated and moved to another batch, per window.
 """
@@ -89,6 +90,30 @@ LATE ROWS INTO late_{SOURCE}
 SELECT k, window_start, window_end, count(*) AS n, sum(v) AS total, min(seq) AS first_seq
 FROM COUNT_WINDOW(TABLE {SOURCE} PARTITION BY k ORDER BY seq, DESCRIPTOR(ts), {COUNT})
 GROUP BY k, window_start, window_end
+LATE ROWS INTO late_{SOURCE}
+""",
+    # A windowed join: the stream with itself (one source directory read by both sides), every
+    # pair of a key's rows in a window. Its late rows carry the side and the row as a struct
+    # (side, l, r, late_by, window_start, window_end, reason): each late input row twice.
+    "join": f"""
+SELECT l.k, l.window_start, l.window_end, l.v AS lv, l.seq AS lseq, r.v AS rv, r.seq AS rseq
+FROM TUMBLE(TABLE {SOURCE} {_WATERMARK}, DESCRIPTOR(ts), INTERVAL {SIZE_MS // 1000} SECONDS) l
+FULL JOIN TUMBLE(TABLE {SOURCE} {_WATERMARK}, DESCRIPTOR(ts), INTERVAL {SIZE_MS // 1000} SECONDS) r
+ON l.k = r.k AND l.window_start = r.window_start AND l.window_end = r.window_end
+LATE ROWS INTO late_{SOURCE}
+""",
+    # Two chained windowed aggregations in one streaming query: per key and window, then a total
+    # per window over the first stage's window_time (the downstream follows the upstream's
+    # firings). Its late sink has the first stage's rows (stage 1) and an upstream_row struct
+    # for the second stage's.
+    "chain": f"""
+WITH per_key AS (
+  SELECT k, window_start, window_end, window_time, count(*) AS n, sum(v) AS total
+  FROM TUMBLE(TABLE {SOURCE} {_WATERMARK}, DESCRIPTOR(ts), INTERVAL {SIZE_MS // 1000} SECONDS)
+  GROUP BY k, window_start, window_end, window_time)
+SELECT window_start, window_end, sum(n) AS n, sum(total) AS total, count(*) AS keys
+FROM TUMBLE(TABLE per_key, DESCRIPTOR(window_time), INTERVAL {SIZE_MS // 1000} SECONDS)
+GROUP BY window_start, window_end
 LATE ROWS INTO late_{SOURCE}
 """,
 }
@@ -759,7 +784,7 @@ def expected_count_windows(batches: list[list[Row]]) -> tuple[dict[tuple, tuple[
 
 def closing_batches(query: str, batches: list[list[Row]]) -> set[int] | None:
     """The batches in which `query` emits closed windows, from the input alone (None: no model)."""
-    if query == "final":
+    if query in ("final", "join"):  # the self-join emits a window's pairs when EMIT FINAL closes it
         return {b for b, _, _ in expected_tumble_final(batches)[0].values()}
     if query == "count":
         return {b for b, _ in expected_count_windows(batches)[0].values()}

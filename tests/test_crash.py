@@ -15,12 +15,15 @@ each kill landed is read back from the directories and checked.
 
 Queries: EMIT FINAL over TUMBLE with a clock per key (vectorised runtime), EMIT CHANGES (general
 runtime), EMIT CHANGES RETRACTING over SESSION (merges retract sessions), SESSION EMIT FINAL and
-COUNT_WINDOW -- all with LATE ROWS INTO, over input with late rows and NULL keys and times.
+COUNT_WINDOW, a windowed FULL JOIN of the stream with itself, and a chain of two windowed
+aggregations (per key, then a total per window over its window_time) -- all with LATE ROWS INTO,
+over input with late rows and NULL keys and times.
 
-CI runs two of the queries (the vectorised runtimes: fixed windows and sessions) -- three kill
-points, five `sqlwin stream` processes, two at a time beside the references
-(SQLWIN_CRASH_JOBS), about 90 s on a quiet two-core machine; the general runtime's kills run in
-the long sweep:
+CI runs four of the queries (the vectorised runtimes: fixed windows and sessions; the self-join
+and the chain, eight kills each over six micro-batches) -- 19 kills, 23 `sqlwin stream`
+processes, two at a time beside the references (SQLWIN_CRASH_JOBS): about 490 CPU s (400 in the
+processes), 533 s on a two-core machine under a load of 8-17 (the final / session part alone:
+140 CPU s, 189 s under the same load); the general runtime's kills run in the long sweep:
 
     .venv/bin/python -m pytest tests/test_crash.py
 
@@ -71,6 +74,17 @@ CI_PLAN: dict[str, list[tuple]] = {
     # end-of-input batch, which closes every open session, dies writing its results. (The
     # vectorised session runtime.)
     "session": [("before_first_commit", 0, None), ("end_input_sink", None, None)],
+    # The windowed self-join (both sides read the one source; late rows as structs per side) and
+    # the chain of two windowed aggregations (late rows of either stage): eight kills each, one
+    # a batch, in the six batches and at the end of input -- every kind but the timed ones. The
+    # batches aimed at by sink_write / window_closed have results in the reference, those aimed
+    # at by late_sink_write late rows (checked by check_landings).
+    "join": [("before_first_commit", 0, None), ("mid_batch", 1, None), ("sink_write", 2, None),
+             ("window_closed", 3, None), ("late_sink_write", 4, None), ("before_commit", 5, None),
+             ("end_input_requested", None, None), ("end_input_sink", None, None)],
+    "chain": [("before_first_commit", 0, None), ("late_sink_write", 1, None), ("sink_write", 2, None),
+              ("between_batches", 3, None), ("before_commit", 4, None), ("window_closed", 5, None),
+              ("end_input_requested", None, None), ("end_input_sink", None, None)],
 }
 # RETRACTING and EMIT CHANGES (the general runtime: a changelog batch dying with its result file half
 # written) and COUNT_WINDOW run in the long sweep only:
@@ -114,6 +128,7 @@ class Chain:
     stray: list = dataclasses.field(default_factory=list)
     leftovers: list = dataclasses.field(default_factory=list)
     columns: list | None = None
+    late_columns: list | None = None
     logs: list = dataclasses.field(default_factory=list)  # each process's output
 
     def summary(self) -> str:
@@ -142,6 +157,7 @@ def run_chain(root: Path, query: str, batches, plan) -> Chain:
     chain.sink, chain.late = run.results()
     chain.stray = h.stray_files(run.sink) + h.stray_files(run.late)
     chain.columns = h.sink_columns(run.sink)
+    chain.late_columns = h.sink_columns(run.late)
     chain.logs = [p.output() for p in run.processes]
     return chain
 
@@ -215,12 +231,13 @@ def check_chain(chain: Chain, reference: tuple[dict, dict]) -> list[str]:
         problems.append(f"processes left running: {chain.leftovers}")
     if chain.stray:
         problems.append(f"partial batch directories in the sinks: {chain.stray}")
-    for what, ref, got in (("sink", reference[0], chain.sink), ("late sink", reference[1], chain.late)):
+    for what, ref, got, columns in (("sink", reference[0], chain.sink, chain.columns),
+                                    ("late sink", reference[1], chain.late, chain.late_columns)):
         if not ref:
             problems.append(f"the reference {what} is empty: the comparison would prove nothing")
         comparison = h.compare(ref, got)
         if not comparison.equal:
-            problems.append(comparison.report(chain.columns, what))
+            problems.append(comparison.report(columns, what))
         if got.schemas != ref.schemas:
             problems.append(f"{what}: schemas {sorted(got.schemas)} instead of the reference's {sorted(ref.schemas)}")
     return problems
@@ -260,7 +277,15 @@ def test_kill_points_were_reached(ci_sweep, ci_input, query):
 LATE_COLUMNS = ["k", "ts", "v", "seq", "late_by", "window_start", "window_end", "reason"]
 
 
+JOIN_LATE_COLUMNS = ["side", "l", "r", "late_by", "window_start", "window_end", "reason"]
+CHAIN_LATE_COLUMNS = [*LATE_COLUMNS, "stage", "upstream_row"]
+
+
 def RESULT_COLUMNS(query: str) -> list[str]:  # noqa: N802 -- a table, per query
+    if query == "join":
+        return ["k", "window_start", "window_end", "lv", "lseq", "rv", "rseq", "op", "firing", "emit_seq"]
+    if query == "chain":
+        return ["window_start", "window_end", "n", "total", "keys", "op", "firing", "emit_seq"]
     extra = {"changes": ["last_seq"], "session": ["first_seq"], "count": ["first_seq"]}.get(query, [])
     return ["k", "window_start", "window_end", "n", "total", *extra, "op", "firing", "emit_seq"]
 
@@ -282,10 +307,15 @@ def check_values(references: dict, chains: dict[str, Chain], batches, min_window
     assert len(counts) >= 5
     for query in ran:
         assert chains[query].columns == RESULT_COLUMNS(query), chains[query].columns
+    if "join" in ran:
+        assert chains["join"].late_columns == JOIN_LATE_COLUMNS, chains["join"].late_columns
+    if "chain" in ran:
+        assert chains["chain"].late_columns == CHAIN_LATE_COLUMNS, chains["chain"].late_columns
     for source, sinks in (("reference", {q: references[q] for q in ran}),
                           ("crashed", {q: (chains[q].sink, chains[q].late) for q in ran})):
         def rows(query, late=False):
-            return _rows(sinks[query][1 if late else 0], LATE_COLUMNS if late else RESULT_COLUMNS(query))
+            late_columns = {"join": JOIN_LATE_COLUMNS, "chain": CHAIN_LATE_COLUMNS}.get(query, LATE_COLUMNS)
+            return _rows(sinks[query][1 if late else 0], late_columns if late else RESULT_COLUMNS(query))
 
         if "final" in ran:
             final = {(r["k"], r["window_start"], r["window_end"]): (r["batch"], r["n"], r["total"])
@@ -297,6 +327,35 @@ def check_values(references: dict, chains: dict[str, Chain], batches, min_window
             for r in sorted(rows("changes"), key=lambda r: (r["batch"], r["last_seq"])):
                 last[(r["k"], r["window_start"], r["window_end"])] = (r["n"], r["total"])
             assert last == {w: (n, s) for w, (_, n, s) in windows.items()}, f"{source}: EMIT CHANGES' last changes"
+        if "join" in ran:
+            # Each window of the `final` model, joined with itself: count^2 pairs, every left row
+            # with every right one; every late input row once per side, as that side's struct.
+            # All of a window's pairs come in the batch that closes it for EMIT FINAL.
+            pairs, emitted = collections.defaultdict(list), collections.defaultdict(set)
+            for r in rows("join"):
+                window = (r["k"], r["window_start"], r["window_end"])
+                pairs[window].append((r["lseq"], r["lv"], r["rseq"], r["rv"]))
+                emitted[window].add(r["batch"])
+            assert {w: (*sorted(emitted[w]), len(p), sum(lv for _, lv, _, _ in p)) for w, p in pairs.items()} == \
+                {w: (b, n * n, n * s) for w, (b, n, s) in windows.items()}, f"{source}: the self-join's windows"
+            assert all(len(set(p)) == len(p) for p in pairs.values()), f"{source}: a pair twice"
+            join_late = rows("join", late=True)
+            assert sorted(r["side"] for r in join_late) == ["l"] * late + ["r"] * late, source
+            assert all((r["l"] is None) == (r["side"] == "r") and (r["r"] is None) == (r["side"] == "l")
+                       for r in join_late), source
+        if "chain" in ran:
+            # Per window (the downstream keeps the upstream's windows): the rows and sum of every
+            # key's window in the `final` model; the first stage's late rows are final's.
+            totals = collections.defaultdict(lambda: [0, 0, 0])
+            for (_, start, end), (_, n, s) in windows.items():
+                totals[(start, end)][0] += n
+                totals[(start, end)][1] += s
+                totals[(start, end)][2] += 1
+            chain_rows = rows("chain")
+            assert {(r["window_start"], r["window_end"]): [r["n"], r["total"], r["keys"]] for r in chain_rows} \
+                == dict(totals) and len(chain_rows) == len(totals), f"{source}: the chain's windows"
+            chain_late = rows("chain", late=True)
+            assert sum(r["stage"] == 1 for r in chain_late) == late, source
         if "count" in ran:
             count = {(r["k"], r["first_seq"]): (r["batch"], r["total"]) for r in rows("count")}
             assert count == counts and all(r["n"] == h.COUNT for r in rows("count")), source
@@ -352,6 +411,27 @@ def test_comparison_sees_a_lost_a_duplicated_and_a_moved_row():
     moved = h.compare(reference, {0: [("a", 0, 10, 1), ("b", 0, 10, 2)], 1: [("c", 0, 10, 3)]})
     assert moved.moved == [(1, ("b", 0, 10, 2))] and not moved.lost and not moved.duplicated
     assert "1 in another batch" in moved.report(["k", "window_start", "window_end", "n"], "sink")
+
+
+def test_comparison_reads_struct_columns_as_whole_values(tmp_path):
+    """The join's and the chain's late rows hold structs (l / r, upstream_row), NULL or not: read
+    as hashable values, equal when every field is, and a difference in one field is a lost row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    row = pa.struct([("k", pa.string()), ("ts", pa.int64())])
+
+    def sink(name, l_values):
+        folder = tmp_path / name / "batch_id=3"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"side": ["l", "r"], "l": pa.array(l_values, row),
+                                 "r": pa.array([None, {"k": "a", "ts": 1}], row)}), folder / "part-0.parquet")
+        return h.read_sink(tmp_path / name)
+
+    reference = sink("ref", [{"k": "a", "ts": 1}, None])
+    assert h.compare(reference, sink("same", [{"k": "a", "ts": 1}, None])).equal
+    other = h.compare(reference, sink("other", [{"k": "a", "ts": 2}, None]))
+    assert len(other.lost) == 1 and len(other.duplicated) == 1 and other.lost[0][1][0] == "l"
 
 
 # --------------------------------------------------------------------------- opt-in: the long runs
