@@ -28,6 +28,7 @@ class FedStream:
     late_schema: t.Any
     late_rows: list[tuple]
     per_batch: list[list[tuple]] = field(default_factory=list)  # results of each data batch, in order
+    status: dict | None = None  # the stream's figures when it ended (StreamingWindowQuery.status())
 
 
 def feed_stream(sw: "Sqlwin", query: str, table: "DataFrame | dict[str, DataFrame]", source: str | None,
@@ -43,7 +44,7 @@ def feed_stream(sw: "Sqlwin", query: str, table: "DataFrame | dict[str, DataFram
     """
     if isinstance(table, dict):
         return _feed_sources(sw, query, table, batch_column, order_column, workdir, end_input, buckets,
-                             restart_after)
+                             restart_after, late)
     import pyarrow as pa
     import pyarrow.parquet as pq
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -51,7 +52,7 @@ def feed_stream(sw: "Sqlwin", query: str, table: "DataFrame | dict[str, DataFram
     root = Path(workdir or tempfile.mkdtemp(prefix="sqlwin-feed-"))
     source_dir, sink, late_sink, checkpoint = (root / n for n in ("source", "sink", "late", "checkpoint"))
     source_dir.mkdir(parents=True, exist_ok=True)
-    frame = table.toPandas()
+    frame = _frame(table)
     order = [c for c in (batch_column, order_column) if c]
     if order:
         frame = frame.sort_values(order, kind="stable")
@@ -77,48 +78,66 @@ def feed_stream(sw: "Sqlwin", query: str, table: "DataFrame | dict[str, DataFram
 
 def _feed_sources(sw: "Sqlwin", query: str, tables: dict[str, "DataFrame"], batch_column: str | None,
                   order_column: str | None, workdir: str | None, end_input: bool, buckets: int | None,
-                  restart_after: int | None) -> FedStream:
-    """Several sources fed batch by batch: batch value b's rows of every table are written into one
-    hidden directory, one file per source (empty when a table has none), and the directory is
-    renamed into place, so one micro-batch sees every source's file of that batch at once (each
-    source reads one file per trigger, `<root>/*/<source>.parquet`)."""
-    import os
-
+                  restart_after: int | None, late: bool = False) -> FedStream:
+    """Several sources fed batch by batch through ONE file source: each batch value's rows of every
+    table go into one parquet file, each table's row in a struct column named after the table (NULL
+    on the others' rows), and each source is that stream's rows of its table. One source lists one
+    file per micro-batch, so every table's rows of a batch arrive in the same micro-batch (two file
+    sources each list their directory on their own: a file made visible between the two listings
+    went to the next micro-batch, and the tests saw a join that was not the replay's)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructField, StructType
+
+    from sqlwin.sql.text import quote_identifier
 
     root = Path(workdir or tempfile.mkdtemp(prefix="sqlwin-feed-"))
-    source_dir, sink, checkpoint = (root / n for n in ("sources", "sink", "checkpoint"))
+    source_dir, sink, late_sink, checkpoint = (root / n for n in ("sources", "sink", "late", "checkpoint"))
     source_dir.mkdir(parents=True, exist_ok=True)
     zone = sw.spark.conf.get("spark.sql.session.timeZone")
     frames = {}
     values: set = set()
     for name, table in tables.items():
-        frame = table.toPandas()
+        frame = _frame(table)
         order = [c for c in (batch_column, order_column) if c]
-        frame = frame.sort_values(order, kind="stable") if order else frame
-        frames[name] = (frame, table.schema, to_arrow_schema(table.schema, timezone=zone))
+        frames[name] = frame.sort_values(order, kind="stable") if order else frame
         if batch_column:
             values |= set(frame[batch_column].tolist())
     batches = sorted(values) if batch_column else [None]
+    schema = StructType([StructField(name, table.schema, True) for name, table in tables.items()])
+    arrow_schema = to_arrow_schema(schema, timezone=zone)
 
     def start():
-        streams = {name: sw.spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
-                   .parquet(str(source_dir / "*" / f"{name}.parquet")) for name, (_, schema, _) in frames.items()}
-        return sw.stream(query, sources=streams, sink=str(sink), checkpoint=str(checkpoint), buckets=buckets)
+        stream = sw.spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(source_dir))
+        streams = {name: stream.where(f"{quote_identifier(name)} IS NOT NULL").select(f"{quote_identifier(name)}.*")
+                   for name in tables}
+        return sw.stream(query, sources=streams, sink=str(sink), checkpoint=str(checkpoint), buckets=buckets,
+                         late_sink=str(late_sink) if late else None)
 
     def write(index: int) -> None:
-        hidden = source_dir / f".batch-{index:06d}"
-        hidden.mkdir()
-        for name, (frame, _, arrow_schema) in frames.items():
+        rows = []
+        for name, frame in frames.items():
             part = frame[frame[batch_column] == batches[index]] if batch_column else frame
-            data = pa.Table.from_pandas(part, schema=arrow_schema, preserve_index=False)
-            pq.write_table(data, hidden / f"{name}.parquet", coerce_timestamps="us", allow_truncated_timestamps=True)
-        os.rename(hidden, source_dir / f"batch-{index:06d}")
+            part = pa.Table.from_pandas(part, schema=pa.schema(list(arrow_schema.field(name).type)),
+                                        preserve_index=False)
+            rows += [{name: row} for row in part.to_pylist()]
+        data = pa.Table.from_pylist(rows, schema=arrow_schema)
+        tmp = source_dir / f".batch-{index:06d}.tmp"
+        pq.write_table(data, tmp, coerce_timestamps="us", allow_truncated_timestamps=True)
+        tmp.rename(source_dir / f"batch-{index:06d}.parquet")
 
     handle, per_batch = _run_batches(start, len(batches), write, end_input, restart_after)
-    return _fed(sw, handle, sink, per_batch)
+    return _fed(sw, handle, sink, per_batch, late_sink if late else None)
+
+
+def _frame(table: "DataFrame"):
+    """The table's rows as a pandas frame of Python objects: timestamps of any year 1 to 9999 (a
+    pandas timestamp holds only 1677-2262)."""
+    import pandas as pd
+
+    rows = [tuple(r) for r in table.collect()]
+    return pd.DataFrame({name: pd.Series([r[i] for r in rows], dtype=object) for i, name in enumerate(table.columns)})
 
 
 def _run_batches(start: t.Callable, count: int, write: t.Callable[[int], None], end_input: bool,
@@ -150,7 +169,7 @@ def _fed(sw: "Sqlwin", handle, sink: Path, per_batch: list[list[int]], late_sink
     rows = [r for batch in sorted(by_batch) for r in by_batch[batch]]
     per_batch = [[r for batch in ids for r in by_batch.get(batch, [])] for ids in per_batch]
     late_rows = [r for _, found in sorted(_read_sink(sw, late_sink).items()) for r in found] if late_sink else []
-    return FedStream(handle.result_schema, rows, handle.late_schema, late_rows, per_batch)
+    return FedStream(handle.result_schema, rows, handle.late_schema, late_rows, per_batch, handle.status())
 
 
 def _read_sink(sw: "Sqlwin", sink: Path) -> dict[int, list[tuple]]:

@@ -222,3 +222,73 @@ def test_a_parquet_file_that_does_not_fit_is_named_and_a_restart_can_skip_it(spa
         spark.conf.unset("spark.sql.files.ignoreCorruptFiles")
     results = sorted((r.n, r.s) for r in spark.read.parquet(str(tmp_path / "sink")).collect())
     assert results == [(1, 1), (1, 3)]  # the good files' rows, each in its window; b1 skipped
+
+
+CHAIN_QUERY = ("WITH per_key AS (SELECT k, window_start, window_end, window_time, count(*) AS n "
+               "FROM TUMBLE(TABLE csv_ev PARTITION BY k WATERMARK ts DELAY OF INTERVAL 1 SECOND, DESCRIPTOR(ts), "
+               "INTERVAL 1 MINUTE) GROUP BY k, window_start, window_end, window_time) "
+               "SELECT window_start, window_end, sum(n) AS total FROM TUMBLE(TABLE per_key, DESCRIPTOR(window_time), "
+               "INTERVAL 1 MINUTE) GROUP BY window_start, window_end LATE ROWS INTO chain_late")
+
+
+def test_a_chain_with_late_rows_into_keeps_every_bad_row_of_its_first_stage(sw, spark, tmp_path):
+    """Issue 21, reproduced: a chain with LATE ROWS INTO whose source got a NULL key, a NULL time, an
+    unparsable time, `abc` in a number column and years 1 and 9999 died at that batch with
+    [COLUMN_ALREADY_EXISTS] window_end (the second stage's late rows named the first stage's window
+    columns twice); and the first stage's late and rejected rows vanished: the sink counted fewer
+    rows, the late sink stayed empty and the progress said 0 late, 0 rejected. Now every such row is
+    in the late sink with its own values and `stage` 1, and counted."""
+    source = tmp_path / "source"
+    source.mkdir()
+    _csv(source, 0, ["a,2024-01-01 00:00:01,1", "b,2024-01-01 00:00:02,2", "a,2024-01-01 00:03:00,3"])
+    handle = sw.stream(CHAIN_QUERY, sources={"csv_ev": str(source)}, source_format="csv",
+                       source_options={"maxFilesPerTrigger": "1"}, sink=str(tmp_path / "sink"),
+                       late_sink=str(tmp_path / "late"), checkpoint=str(tmp_path / "checkpoint"))
+    handle.process_all_available()  # the first file: a's clock reaches 00:03
+    status = _run_to_end(handle, lambda: _csv(source, 1, [
+        ",2024-01-01 00:00:05,4",          # NULL key
+        "b,,5",                            # NULL time
+        "a,yesterday,6",                   # a time that does not convert
+        "b,2024-01-01 00:00:06,abc",       # a number that does not convert
+        "a,0001-01-03 00:00:00,7",         # year 1: behind a's clock (00:03): late
+        "b,9999-12-30 00:00:00,8",         # year 9999: b's own window
+        "a,2024-01-01 00:00:09,9",         # a's [00:00, 00:01) closed at batch 0 (clock 00:03): late
+    ]))
+    results = sorted(_sink_rows(spark, tmp_path / "sink", "CAST(window_start AS STRING)", "total"))
+    assert results == [("2024-01-01 00:00:00", 2), ("2024-01-01 00:03:00", 1), ("9999-12-30 00:00:00", 1)]
+    late = sorted((r.k or "", -1 if r.v is None else r.v, r.reason, r.stage, r.upstream_row)
+                  for r in spark.read.parquet(str(tmp_path / "late")).collect())
+    assert late == [("", 4, "null_key", 1, None), ("a", 6, "malformed", 1, None), ("a", 7, "late", 1, None),
+                    ("a", 9, "late", 1, None), ("b", -1, "malformed", 1, None), ("b", 5, "null_time", 1, None)]
+    assert (status["rows"], status["late_rows"], status["rejected_rows"]) == (10, 2, 4), status
+    assert status["stages"] == {1: {"late": 2, "rejected": 4}, 2: {"late": 0, "rejected": 0}}
+
+
+def test_a_joins_bad_rows_keep_their_values_and_side(sw, spark, tmp_path):
+    """Issue 21: LATE ROWS INTO was refused for a streaming join; its malformed rows reached the late
+    sink without any of their values and its NULL-key / late rows were only counted. Now each is in
+    the late sink with `side` (the side's name) and its row in that side's struct column."""
+    left, right = tmp_path / "left", tmp_path / "right"
+    left.mkdir()
+    right.mkdir()
+    _csv(left, 0, ["a,2024-01-01 00:00:01,1", "a,2024-01-01 00:02:00,2"])
+    _csv(right, 0, ["a,2024-01-01 00:00:03,10", "a,2024-01-01 00:02:30,20"], header="k,ts,w")
+    query = ("SELECT l.k, l.window_start, l.v, r.w "
+             "FROM TUMBLE(TABLE lefts WATERMARK ts DELAY OF INTERVAL 1 SECOND, DESCRIPTOR(ts), INTERVAL 1 MINUTE) l "
+             "FULL JOIN TUMBLE(TABLE rights WATERMARK ts DELAY OF INTERVAL 1 SECOND, DESCRIPTOR(ts), INTERVAL 1 MINUTE) r "
+             "ON l.k = r.k AND l.window_start = r.window_start AND l.window_end = r.window_end LATE ROWS INTO jl")
+    handle = sw.stream(query, sources={"lefts": str(left), "rights": str(right)}, source_format="csv",
+                       source_options={"maxFilesPerTrigger": "1"}, sink=str(tmp_path / "sink"),
+                       late_sink=str(tmp_path / "late"), checkpoint=str(tmp_path / "checkpoint"))
+    handle.process_all_available()  # the first files: the clocks reach 00:02
+
+    def feed():
+        _csv(left, 1, ["a,2024-01-01 00:00:02,xyz", ",2024-01-01 00:02:05,3", "a,2024-01-01 00:00:30,4"])
+        _csv(right, 1, ["a,not a time,30"], header="k,ts,w")
+
+    status = _run_to_end(handle, feed)
+    late = sorted((r.side, r.reason, None if r.l is None else (r.l.k or "", -1 if r.l.v is None else r.l.v),
+                   None if r.r is None else (r.r.k, r.r.w)) for r in spark.read.parquet(str(tmp_path / "late")).collect())
+    assert late == [("l", "late", ("a", 4), None), ("l", "malformed", ("a", -1), None),
+                    ("l", "null_key", ("", 3), None), ("r", "malformed", None, ("a", 30))]
+    assert (status["late_rows"], status["rejected_rows"]) == (1, 3), status

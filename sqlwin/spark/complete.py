@@ -36,7 +36,9 @@ from sqlwin.sql.plan import (
     WindowAggregation,
     WindowRelation,
     interval_text,
+    key_text,
     node_position,
+    window_keys,
 )
 from sqlwin.sql.text import identifier_name, quote_identifier
 
@@ -127,7 +129,8 @@ def _lower_complete(plan: QueryPlan) -> LoweredQuery:
             strategies.append(f"{relation.function} at {relation.position}: {why}")
             node.replace(RawRelation(this=sql, alias=_alias(relation)))
             continue
-        sql, why = annotate(relation, plan.aggregation.group_keys if grouped else ())
+        group_keys = plan.aggregation.group_keys if grouped else ()
+        sql, why = annotate(relation, group_keys, window_keys(relation, group_keys))
         strategies.append(f"{relation.function} at {relation.position}: {why}")
         node.replace(RawRelation(this=sql, alias=_alias(relation)))
     if fast is not None:
@@ -172,10 +175,12 @@ def _rejected_rows_sql(plan: QueryPlan, lowered: exp.Expr) -> str | None:
     window_start, window_end, reason). No row of a finished table is late."""
     if not plan.windows:
         return None
+    if plan.join is not None:
+        return _join_rejected_rows_sql(plan, lowered)
     grouped = plan.aggregation is not None
     relation = (plan.aggregation.relation if grouped else plan.windows[0])
     epoch = relation.time is not None and relation.time.kind == "epoch_ms"
-    late_by, bound = ("BIGINT", "BIGINT") if epoch else ("INTERVAL DAY TO SECOND", "TIMESTAMP")
+    late_by, bound = ("BIGINT", "BIGINT") if epoch else ("INTERVAL DAY TO SECOND", _timestamp_type(relation))
     with_ = lowered.args.get("with_") if isinstance(lowered, exp.Query) else None
     prefix = f"{with_.sql(dialect=_LoweringDialect, comments=False)} " if with_ is not None else ""
     keys = null_keys(relation, plan.aggregation.group_keys if grouped else ())
@@ -186,6 +191,32 @@ def _rejected_rows_sql(plan: QueryPlan, lowered: exp.Expr) -> str | None:
             f"CAST(NULL AS {bound}) AS window_start, CAST(NULL AS {bound}) AS window_end, "
             f"CASE WHEN {null_key} THEN 'null_key' ELSE 'null_time' END AS reason "
             f"FROM {relation.source} WHERE ({null_key}) OR ({null_time})")
+
+
+def _join_rejected_rows_sql(plan: QueryPlan, lowered: exp.Expr) -> str:
+    """A windowed join's rows no window takes (a NULL join key, else a NULL time), as a replay and a
+    stream list them: `side` (the side's name), a struct column per side holding the row (NULL on the
+    other sides), late_by, window_start, window_end, reason."""
+    join = plan.join
+    with_ = lowered.args.get("with_") if isinstance(lowered, exp.Query) else None
+    prefix = f"{with_.sql(dialect=_LoweringDialect, comments=False)} " if with_ is not None else ""
+    first = join.sides[0].time
+    late_by, bound = ("BIGINT", "BIGINT") if first.kind == "epoch_ms" else ("INTERVAL DAY TO SECOND", "TIMESTAMP")
+    structs = [f"STRUCT<{', '.join(f'{quote_identifier(c)}: {kind}' for c, kind in side.columns.items())}>"
+               for side in join.sides]
+    selects = []
+    for s, side in enumerate(join.sides):
+        row = ", ".join(f"'{c}', {quote_identifier(c)}" for c in side.columns)
+        per_side = [f"named_struct({row}) AS {quote_identifier(name)}" if o == s else
+                    f"CAST(NULL AS {structs[o]}) AS {quote_identifier(name)}" for o, name in enumerate(join.names)]
+        null_key = " OR ".join(f"{quote_identifier(k)} IS NULL" for k in join.keys[s])
+        null_time = f"NOT ({_Time(side.time).present})"
+        selects.append(
+            f"SELECT '{join.names[s]}' AS side, {', '.join(per_side)}, CAST(NULL AS {late_by}) AS late_by, "
+            f"CAST(NULL AS {bound}) AS window_start, CAST(NULL AS {bound}) AS window_end, "
+            f"CASE WHEN {null_key} THEN 'null_key' ELSE 'null_time' END AS reason "
+            f"FROM {side.source} WHERE ({null_key}) OR ({null_time})")
+    return prefix + " UNION ALL ".join(selects)
 
 
 def _group_count_windows_by_index(plan: QueryPlan, ast: exp.Expr) -> None:
@@ -253,7 +284,7 @@ def name_select_items(plan: QueryPlan, columns_of: t.Callable[[str], list[str]])
     if all(isinstance(e, (exp.Alias, exp.Column, exp.Star)) for e in items):
         return
     relation = agg.relation
-    kind = "BIGINT" if relation.time is not None and relation.time.kind == "epoch_ms" else "TIMESTAMP"
+    kind = "BIGINT" if relation.time is not None and relation.time.kind == "epoch_ms" else _timestamp_type(relation)
     keep = [quote_identifier(c) for c in relation.columns if c.lower() not in WINDOW_COLUMNS]
     window = [f"CAST(NULL AS {'BIGINT' if c == 'window_index' else kind}) AS {c}" for c in WINDOW_COLUMNS]
     stand_in = f"SELECT {', '.join([*keep, *window])} FROM {relation.source} WHERE false"
@@ -300,9 +331,10 @@ class _Time:
     (a DOUBLE / DECIMAL epoch-ms column rounded to the closest millisecond first)."""
 
     def __init__(self, time: TimeColumn):
+        self.time = time
         self.column = quote_identifier(time.name)
         self.epoch_ms = time.kind == "epoch_ms"
-        self._value = time.epoch_ms_sql() if self.epoch_ms else f"unix_micros({self.column})"
+        self._value = time.epoch_ms_sql() if self.epoch_ms else time.micros_sql()
         # Rows without a time join no window (a rounded time is also NULL for NaN and infinities).
         self.present = f"{self._value} IS NOT NULL" if time.rounded else f"{self.column} IS NOT NULL"
 
@@ -315,8 +347,9 @@ class _Time:
         return micros // 1_000 if self.epoch_ms else micros
 
     def to_time(self, number_sql: str) -> str:
-        """A number in the column's unit back to the column's kind (LONG stays LONG)."""
-        return f"({number_sql})" if self.epoch_ms else f"timestamp_micros({number_sql})"
+        """A number in the column's unit back to the column's kind (LONG stays LONG, TIMESTAMP_NTZ
+        stays TIMESTAMP_NTZ)."""
+        return f"({number_sql})" if self.epoch_ms else self.time.from_micros_sql(number_sql)
 
     def window_columns(self, start: str, end: str, inclusive_end: bool = False) -> str:
         """`window_start, window_end, window_time` from numbers; window_time is the last instant inside."""
@@ -338,9 +371,14 @@ def _star_except(relation: WindowRelation, *temporaries: str) -> str:
     return f"* EXCEPT ({', '.join(dropped)})" if dropped else "*"
 
 
-def _partition_clause(relation: WindowRelation, extra: str = "") -> str:
-    keys = [*relation.partition_by, *([extra] if extra else [])]
+def _partition_clause(keys: t.Sequence[str], extra: str = "") -> str:
+    keys = [*keys, *([extra] if extra else [])]
     return f"PARTITION BY {', '.join(keys)} " if keys else ""
+
+
+def _timestamp_type(relation: WindowRelation) -> str:
+    """The type of a TIMESTAMP time column's window columns: its own (TIMESTAMP or TIMESTAMP_NTZ)."""
+    return "TIMESTAMP_NTZ" if relation.time is not None and relation.time.ntz else "TIMESTAMP"
 
 
 def _interval(micros: int) -> str:
@@ -350,24 +388,28 @@ def _interval(micros: int) -> str:
 # --------------------------------------------------------------------------- annotation
 
 
-def annotate(relation: WindowRelation, group_keys: t.Sequence[str] = ()) -> tuple[str, str]:
+def annotate(relation: WindowRelation, group_keys: t.Sequence[str] = (),
+             keys: t.Sequence[str] | None = None) -> tuple[str, str]:
     """Spark SQL for the window function's output: its input's columns plus window_start/end/time.
 
     `group_keys`: the GROUP BY keys of the windowed aggregation over it, if any (a row with a
-    NULL key joins no window, see `admitted_source`).
+    NULL key joins no window, see `admitted_source`). `keys`: the keys whose rows form windows of
+    their own (`window_keys`; default PARTITION BY) -- what SESSION, SLIDE and COUNT_WINDOW
+    windows are formed per.
     """
     windower = relation.windower
+    keys = tuple(relation.partition_by if keys is None else keys)
     src = admitted_source(relation, group_keys)
     if isinstance(windower, (Tumble, Hop)):
         return _annotate_fixed(relation, windower, src)
     if isinstance(windower, Cumulate):
         return _annotate_cumulate(relation, windower, src)
     if isinstance(windower, Session):
-        return _annotate_session(relation, windower, src)
+        return _annotate_session(relation, windower, src, keys)
     if isinstance(windower, Slide):
-        return _annotate_slide(relation, windower, src)
+        return _annotate_slide(relation, windower, src, keys)
     if isinstance(windower, CountWindow):
-        return _annotate_count(relation, windower, src)
+        return _annotate_count(relation, windower, src, keys)
     if isinstance(windower, GlobalWindow):
         return _annotate_global(relation, src)
     raise AssertionError(f"no lowering for {windower}")
@@ -419,17 +461,17 @@ def _annotate_cumulate(relation: WindowRelation, w: Cumulate, src: str) -> tuple
     return sql, "native arithmetic + explode(sequence) over the cumulating steps"
 
 
-def _annotate_session(relation: WindowRelation, w: Session, src: str) -> tuple[str, str]:
+def _annotate_session(relation: WindowRelation, w: Session, src: str, keys: t.Sequence[str]) -> tuple[str, str]:
     time = _Time(relation.time)
     gap = time.duration(w.gap)
-    order = f"{_partition_clause(relation)}ORDER BY {time.value}"
+    order = f"{_partition_clause(keys)}ORDER BY {time.value}"
     # A row starts a new session when it is a full gap (or more) after the previous row.
     starts = (
         f"SELECT *, CASE WHEN {time.value} - lag({time.value}) OVER ({order}) < {gap} THEN 0 ELSE 1 END AS __new "
         f"FROM {src} WHERE {time.present}"
     )
     numbered = f"SELECT *, sum(__new) OVER ({order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __sid FROM ({starts})"
-    session = _partition_clause(relation, "__sid")
+    session = _partition_clause(keys, "__sid")
     bounded = (
         f"SELECT *, min({time.value}) OVER ({session}) AS __first, max({time.value}) OVER ({session}) AS __last "
         f"FROM ({numbered})"
@@ -441,10 +483,9 @@ def _annotate_session(relation: WindowRelation, w: Session, src: str) -> tuple[s
     return sql, "window frames: lag() marks session starts, a running sum numbers them"
 
 
-def _annotate_slide(relation: WindowRelation, w: Slide, src: str) -> tuple[str, str]:
+def _annotate_slide(relation: WindowRelation, w: Slide, src: str, keys: t.Sequence[str]) -> tuple[str, str]:
     time = _Time(relation.time)
     size = time.duration(w.size)
-    keys = relation.partition_by
     # One window per distinct (key, time); each holds the rows of its key in [time - size, time].
     key_match = " AND ".join(f"__r.{_key(k)} <=> __w.{_key(k)}" for k in keys)
     key_cols = ", ".join(f"{k} AS {_key(k)}" for k in keys)
@@ -480,12 +521,12 @@ def _count_order(relation: WindowRelation) -> str:
         "COUNT_WINDOW(TABLE t [PARTITION BY k] ORDER BY offset, 3 [, step]), or WITH (arrival_order = offset)")
 
 
-def _rows_in_count_windows(relation: WindowRelation, w: CountWindow, src: str) -> str:
+def _rows_in_count_windows(relation: WindowRelation, w: CountWindow, src: str, keys: t.Sequence[str]) -> str:
     """One row per (input row, count window it is in): row number __rn, window number __j.
 
     Row rn is in windows j with j*slide <= rn < j*slide + size; tumbling windows need no explode.
     """
-    numbered = (f"SELECT *, row_number() OVER ({_partition_clause(relation)}ORDER BY {_count_order(relation)}) - 1 "
+    numbered = (f"SELECT *, row_number() OVER ({_partition_clause(keys)}ORDER BY {_count_order(relation)}) - 1 "
                 f"AS __rn FROM {src}{_with_time(relation)}")
     if w.slide == w.size:
         return f"SELECT *, div(__rn, {w.size}) AS __j FROM ({numbered})"
@@ -494,12 +535,12 @@ def _rows_in_count_windows(relation: WindowRelation, w: CountWindow, src: str) -
     return f"SELECT * FROM ({numbered}) __n LATERAL VIEW {_window_numbers(first_j, last_j)} AS __j"
 
 
-def _annotate_count(relation: WindowRelation, w: CountWindow, src: str) -> tuple[str, str]:
-    win = _partition_clause(relation, "__j")
+def _annotate_count(relation: WindowRelation, w: CountWindow, src: str, keys: t.Sequence[str]) -> tuple[str, str]:
+    win = _partition_clause(keys, "__j")
     bound = _count_bounds(relation)
     sized = (
         f"SELECT *, count(*) OVER ({win}) AS __size, min_by({bound}, __rn) OVER ({win}) AS __first, "
-        f"max_by({bound}, __rn) OVER ({win}) AS __last FROM ({_rows_in_count_windows(relation, w, src)})"
+        f"max_by({bound}, __rn) OVER ({win}) AS __last FROM ({_rows_in_count_windows(relation, w, src, keys)})"
     )
     sql = (
         f"SELECT {_star_except(relation, '__rn', '__j', '__size', '__first', '__last')}, __first AS window_start, __last AS window_end, "
@@ -518,7 +559,7 @@ def _count_bounds(relation: WindowRelation) -> str:
 
 def _annotate_global(relation: WindowRelation, src: str) -> tuple[str, str]:
     # The global window has no bounds: NULL start / end / time, typed like the time column.
-    kind = "BIGINT" if relation.time is not None and relation.time.kind == "epoch_ms" else "TIMESTAMP"
+    kind = "BIGINT" if relation.time is not None and relation.time.kind == "epoch_ms" else _timestamp_type(relation)
     bounds = ", ".join(f"CAST(NULL AS {kind}) AS {c}" for c in ("window_start", "window_end", "window_time"))
     return (f"SELECT {_star_except(relation)}, {bounds} FROM {src}{_with_time(relation)}",
             "one window for all rows, closed at end of input")
@@ -573,8 +614,10 @@ def _grouped_fast_path(plan: QueryPlan) -> Rewrite | None:
         return None
     if isinstance(relation.windower, (Tumble, Hop)) and _uses_spark_window(relation):
         return _rewrite_fixed  # fixed windows do not depend on keys: any GROUP BY keys work
-    if set(agg.group_keys) != set(relation.partition_by):
-        return None  # grouping finer or coarser than the window's keys: the general path is exact
+    if {key_text(k) for k in window_keys(relation, agg.group_keys)} != {key_text(k) for k in agg.group_keys}:
+        # PARTITION BY a column GROUP BY does not name (windows per both, grouped coarser), or a key
+        # the windows cannot be formed by: the general path is exact.
+        return None
     if isinstance(relation.windower, Session):
         # Spark merges sessions by merging partial aggregates, which a DISTINCT aggregate does not survive
         # (count(DISTINCT v) over merged sessions counts some values twice): the general path is exact.
@@ -737,8 +780,8 @@ def _rewrite_session(ast: exp.Expr, agg: WindowAggregation, strip: t.Callable) -
     if time.epoch_ms:
         cols = {"window_start": "__first", "window_end": f"__last + {gap}", "window_time": f"__last + {gap} - 1"}
     else:
-        cols = {"window_start": "timestamp_micros(__first)", "window_end": f"timestamp_micros(__last + {gap})",
-                "window_time": f"timestamp_micros(__last + {gap} - 1)"}
+        cols = {"window_start": time.to_time("__first"), "window_end": time.to_time(f"__last + {gap}"),
+                "window_time": time.to_time(f"__last + {gap} - 1")}
     rewritten = _rewrite_grouped(ast, agg, key, cols, admitted_source(relation, agg.group_keys),
                                  extra_items=bounds)
     strip(rewritten)
@@ -748,7 +791,9 @@ def _rewrite_session(ast: exp.Expr, agg: WindowAggregation, strip: t.Callable) -
 def _rewrite_count(ast: exp.Expr, agg: WindowAggregation, strip: t.Callable) -> tuple[exp.Expr, str]:
     relation = agg.relation
     w = relation.windower
-    source = f"({_rows_in_count_windows(relation, w, admitted_source(relation, agg.group_keys))})"
+    rows = _rows_in_count_windows(relation, w, admitted_source(relation, agg.group_keys),
+                                  window_keys(relation, agg.group_keys))
+    source = f"({rows})"
     bound = _count_bounds(relation)
     rewritten = _rewrite_grouped(
         ast, agg, "__j",

@@ -55,6 +55,37 @@ class JoinQuery(StatefulQuery):
         return (f"SELECT {', '.join(outputs + system)} FROM {typed} "
                 f"LATERAL VIEW explode(__agg0) __joined AS __t{condition}")
 
+    def late_sql(self, records: str, row_struct: str | None = None) -> str:
+        """Late and rejected rows of a join: `side` names the side each came from (its alias), and a
+        struct column per side, named as the side, holds the row's own columns (NULL on the others),
+        then late_by, the window it missed and the reason, as for one window function."""
+        join = self.plan.join
+        names = join.names
+        side_of = " ".join(f"WHEN {s} THEN '{name}'" for s, name in enumerate(names))
+        columns = [f"CASE __r0 {side_of} END AS side"]
+        for s, name in enumerate(names):
+            fields = ", ".join(f"'{column}', {_from_runtime(f'__r{position}', kind)}" for (column, kind, _), position
+                               in zip(self.side_columns[s], self.config.aggregates[0].join.columns[s]))
+            columns.append(f"CASE WHEN __r0 = {s} THEN named_struct({fields}) END AS {quote_identifier(name)}")
+        return StatefulQuery.late_sql(self, records).replace("SELECT ", f"SELECT {', '.join(columns)}, ", 1)
+
+    def late_row_sql(self, source: str, columns: dict[str, str]) -> dict[str, str]:
+        """A row of `source` as the late / rejected rows of the first side that reads it."""
+        from sqlwin.sql.text import identifier_name
+
+        if not self.config.output_late:
+            return {}
+        spec = self.config.aggregates[0].join
+        for s, side in enumerate(self.plan.join.sides):
+            if (identifier_name(side.source) or "").lower() != source.lower():
+                continue
+            filled = {"__r0": str(s)}
+            for (name, kind, _), position in zip(self.side_columns[s], spec.columns[s]):
+                if name.lower() in columns:
+                    filled[f"__r{position}"] = _to_runtime(quote_identifier(columns[name.lower()]), kind)
+            return filled
+        return {}
+
     def _expanded(self, items: list[exp.Expr]) -> list[exp.Expr]:
         """`*` and `l.*` as Spark expands them over the annotated sides: each side's columns, then its
         window_start, window_end and window_time."""
@@ -164,11 +195,6 @@ def _from_runtime(sql: str, kind: str) -> str:
 def prepare_join(plan: QueryPlan, mode: str, bucket_count: int, bucket_ids: tuple[int, ...] = ()) -> JoinQuery:
     join = plan.join
     sides = join.sides
-    if plan.late_into:
-        raise SqlwinUnsupportedError(
-            f"LATE ROWS INTO is not yet available for a windowed join in {mode} mode: its late rows are counted "
-            "(status(), the stream's figures)", node_position(plan.ast.args.get("late_into")),
-            "the query without LATE ROWS INTO", query=plan.sql)
     for clause in ("group", "having", "order", "limit", "qualify"):
         if plan.ast.args.get(clause) is not None:
             raise SqlwinUnsupportedError(
@@ -245,7 +271,7 @@ def prepare_join(plan: QueryPlan, mode: str, bucket_count: int, bucket_ids: tupl
     config = OperatorConfig(
         windower=first.windower, watermark=watermark, emit=emit, aggregates=(spec,), processing_time=False,
         key_count=keys, clock_positions=None if per_key else (), argument_count=len(argument_sql), row_count=0,
-        output_late=False, timers=timers)
+        output_late=bool(plan.late_into), timers=timers, late_from_arguments=True)
     with_ = plan.ast.args.get("with_")
     with_sql = f"{with_.sql(dialect='spark')} " if with_ else ""
     if watermark.idle_timeout is not None and watermark.idle_clock == "event_time":

@@ -44,9 +44,21 @@ class OperatorConfig:
     row_count: int  # input columns carried for LATE ROWS INTO (0: late rows are only counted)
     output_late: bool
     timers: bool  # processing time matters (windows, idle timeout, Bytewax aging, intervals)
+    # A late / rejected row's carried columns are its arguments (a windowed join: each side's
+    # columns are already the join's arguments), not row columns of their own.
+    late_from_arguments: bool = False
+
+    @property
+    def late_width(self) -> int:
+        """How many __r columns a late / rejected record carries."""
+        return self.argument_count if self.late_from_arguments else self.row_count
 
 
 EMIT, LATE, REJECTED, STATS = "emit", "late", "rejected", "stats"
+# A record of an earlier stage of a chain (its late, rejected and stats records), carried through
+# this stage unchanged: its own record, as JSON, in __stats (see stateful.CARRY).
+CARRIED = "carried"
+CARRY = "__carry"  # the input column that holds such a record
 END_OF_INPUT = "end_of_input"  # the control row that ends a stream
 END_BATCH = 2**62  # where end-of-input firings sort in a replay
 
@@ -65,7 +77,7 @@ def record_columns(config: OperatorConfig) -> list[str]:
     return (["__kind"] + [f"__k{i}" for i in range(config.key_count)]
             + ["__wstart", "__wend", "__windex"] + [f"__agg{i}" for i in range(len(config.aggregates))]
             + ["__op", "__firing", "__seq", "__batch", "__etime", "__late_by", "__reason"]
-            + [f"__r{i}" for i in range(config.row_count)] + ["__stats"])
+            + [f"__r{i}" for i in range(config.late_width)] + ["__stats"])
 
 
 def column_values(series: pd.Series, integral: bool = False) -> list:
@@ -130,13 +142,23 @@ def batch_columns(frame: pd.DataFrame, config: OperatorConfig, integral: tuple[b
                                           len(frame))
     time = frame["__time"]
     time_null = time.isna().to_numpy()
-    times = time.fillna(0).to_numpy().astype(np.int64) if time_null.any() else time.to_numpy().astype(np.int64)
+    times = _filled(time, time_null, np.int64)
     args = []
     for i in range(c.argument_count):
         column = frame[f"__a{i}"]
         null = column.isna().to_numpy()
-        args.append((column.fillna(0).to_numpy().astype(np.int64 if arg_flags[i] else np.float64), null))
+        args.append((_filled(column, null, np.int64 if arg_flags[i] else np.float64), null))
     return Columns(codes, keys, key_null, times, time_null, args, _row_values(lambda: frame, config, carried))
+
+
+def _filled(column: pd.Series, null: np.ndarray, dtype) -> np.ndarray:
+    """A column's values as `dtype`, 0 where NULL. An integer column with NULLs comes as Python
+    ints (unpack_rows): converted value by value, never through a double."""
+    if not null.any():
+        return column.to_numpy().astype(dtype)
+    if column.dtype == object:
+        return np.fromiter((0 if n else v for v, n in zip(column.tolist(), null.tolist())), dtype, len(column))
+    return column.fillna(0).to_numpy().astype(dtype)
 
 
 def arrow_columns(table: "pa.Table", config: OperatorConfig, integral: tuple[bool, ...]) -> Columns:
@@ -399,8 +421,9 @@ def _figures(keys: int, open_windows: int, marks: list[int], counts: dict[str, i
 
 def records(config: OperatorConfig, results: t.Iterable[BatchResult], batch: int | None) -> list[tuple]:
     """Emissions, late rows and rejected rows as tuples in `record_columns` order."""
-    k, a, r = config.key_count, len(config.aggregates), config.row_count
+    k, a, r = config.key_count, len(config.aggregates), config.late_width
     no_key, no_aggs, no_row = (None,) * k, (None,) * a, (None,) * r
+    carried = slice(0, config.argument_count) if config.late_from_arguments else slice(config.argument_count, None)
     out: list[tuple] = []
     for result in results:
         for e in result.emissions:
@@ -409,15 +432,21 @@ def records(config: OperatorConfig, results: t.Iterable[BatchResult], batch: int
         if not config.output_late:
             continue
         for late in result.late:
-            row = tuple(late.values[config.argument_count:])
+            row = tuple(late.values[carried])
             out.append((LATE, *late.key, late.window_start, late.window_end, None, *no_aggs,
                         None, None, None, batch, late.event_time, late.late_by_us, "late", *row, None))
         for rejected in result.rejected:
             key = rejected.key if rejected.key is not None and len(rejected.key) == k else no_key
-            row = tuple(rejected.values[config.argument_count:])
+            row = tuple(rejected.values[carried])
             out.append((REJECTED, *key, None, None, None, *no_aggs, None, None, None, batch,
                         rejected.event_time, None, rejected.reason, *row, None))
     return out
+
+
+def carried_records(config: OperatorConfig, payloads: t.Iterable[str]) -> list[tuple]:
+    """An earlier stage's records (JSON), passed on as 'carried' records of this stage."""
+    width = len(record_columns(config))
+    return [(CARRIED, *(None,) * (width - 2), payload) for payload in payloads]
 
 
 def records_frame(config: OperatorConfig, rows: list[tuple]) -> pd.DataFrame:
@@ -485,7 +514,9 @@ def unpack_rows(packed: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
         return pd.DataFrame({name: pd.Series([], dtype=object) for name in columns})
     blobs = packed.sort_values("__pack", kind="stable")["__blob"]
     table = pa.concat_tables([pa.ipc.open_stream(blob).read_all() for blob in blobs])
-    return table.to_pandas(timestamp_as_object=True)
+    # Integers with NULLs as Python ints, not float64: a time in year 9999 (2.5e17 µs) is past a
+    # double's 2^53 and came back a minute off (a chain's second stage, whose carried rows have no time).
+    return table.to_pandas(timestamp_as_object=True, integer_object_nulls=True)
 
 
 # --------------------------------------------------------------------------- replay
@@ -540,7 +571,7 @@ def replay_partition(config: OperatorConfig, integral: tuple[bool, ...], vectori
             if chunk.num_rows == 0:
                 continue
             # Timestamps (keys, carried columns) as Python objects: years 1 to 9999, not pandas' ns range.
-            frame = chunk.to_pandas(timestamp_as_object=True)
+            frame = chunk.to_pandas(timestamp_as_object=True, integer_object_nulls=True)
             if pending is not None:
                 frame = pd.concat([pending, frame], ignore_index=True)
             batches = frame["__batch"].to_numpy()

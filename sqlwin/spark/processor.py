@@ -13,8 +13,8 @@ import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor
 
 from sqlwin.runtime.segments import INDEX, SEGMENT
-from sqlwin.spark.operator import (END_OF_INPUT, BucketState, OperatorConfig, SegmentedBucket, records, records_frame,
-                                   unpack_rows)
+from sqlwin.spark.operator import (CARRY, END_OF_INPUT, BucketState, OperatorConfig, SegmentedBucket, carried_records,
+                                   records, records_frame, unpack_rows)
 
 
 class WindowProcessor(StatefulProcessor):
@@ -52,6 +52,11 @@ class WindowProcessor(StatefulProcessor):
         control = frame["__control"].notna()
         data = unpack_rows(frame[~control], self.row_columns).sort_values("__order", kind="stable")
         out: list[tuple] = []
+        if CARRY in data.columns:  # an earlier stage's late, rejected and stats records: passed on
+            passed = data[CARRY].notna().to_numpy()
+            if passed.any():
+                out += carried_records(self.config, data.loc[passed, CARRY].tolist())
+                data = data[~passed]
         now = self._now(timerValues)
         if now is not None and self.config.timers:
             out += records(self.config, bucket.advance(now), None)

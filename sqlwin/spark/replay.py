@@ -11,12 +11,14 @@ vectorised runtime covers (sqlwin.runtime.vector) take whole runs of micro-batch
 
 from __future__ import annotations
 
+import dataclasses
 import typing as t
 import uuid
 from dataclasses import dataclass
 
 from sqlwin.spark.operator import RECORD_TYPES, record_columns, replay_columns, replay_partition, vectorisable
-from sqlwin.spark.stateful import check_input_types, RESULT_ORDER, StatefulQuery, prepare_stateful
+from sqlwin.spark.stateful import (RESULT_ORDER, STAGE_VIEW, UPSTREAM_ROW, StatefulQuery, chain_late, check_input_types,
+                                   prepare_stateful)
 from sqlwin.sql.joins import describe_join
 from sqlwin.sql.plan import QueryPlan, outer_query
 
@@ -33,13 +35,15 @@ class ReplayResult:
     query: StatefulQuery
     batched: "DataFrame"  # the result with __batch: the arrival batch after which each row was emitted
     ordered: "DataFrame | None" = None  # the result with __batch and __seq (emission order)
+    late_batched: "DataFrame | None" = None  # the late rows with __batch
 
 
 def is_replay(plan: QueryPlan) -> bool:
     return any("arrival_order" in w.options for w in plan.windows)
 
 
-def run_replay(runner: "SparkRunner", plan: QueryPlan) -> ReplayResult:
+def run_replay(runner: "SparkRunner", plan: QueryPlan, late_row_struct: str | None = None) -> ReplayResult:
+    """`late_row_struct`: a chain's second stage, whose late rows hold their row as one struct column."""
     if plan.propagation is not None:
         return _replay_chain(runner, plan)
     query = prepare_stateful(plan, "replay", runner.shuffle_partitions)
@@ -73,23 +77,33 @@ def run_replay(runner: "SparkRunner", plan: QueryPlan) -> ReplayResult:
     # first run a sampling job for its range partitioning, which replays the whole input again.
     ordered = runner.sql(query.result_sql(typed), plan.sql).repartition(1).sortWithinPartitions(*RESULT_ORDER)
     result = ordered.drop(*RESULT_ORDER)
-    late = None
+    late = late_batched = None
     if plan.late_into:
-        late = runner.sql(query.late_sql(name), plan.sql).repartition(1).sortWithinPartitions("__batch") \
-            .drop("__batch")
+        late_batched = runner.sql(query.late_sql(name, late_row_struct), plan.sql)
+        late = _in_batch_order(late_batched)
         late.createOrReplaceTempView(plan.late_into)
-    return ReplayResult(result, late, query, ordered.drop("__seq"), ordered)
+    return ReplayResult(result, late, query, ordered.drop("__seq"), ordered, late_batched)
+
+
+def _in_batch_order(late: "DataFrame") -> "DataFrame":
+    return late.repartition(1).sortWithinPartitions("__batch").drop("__batch")
 
 
 def _replay_chain(runner: "SparkRunner", plan: QueryPlan) -> ReplayResult:
     """AP-11: the inner windowed aggregation replays first; its results, in the order and the arrival
     batches it emitted them, are the recorded stream the outer aggregation replays."""
-    inner = run_replay(runner, runner.planner(plan.propagation.inner_sql))
-    view = f"__sqlwin_stage_{uuid.uuid4().hex[:12]}"
+    # The inner stage's late and rejected rows go where the query sends its own (LATE ROWS INTO).
+    inner = run_replay(runner, dataclasses.replace(runner.planner(plan.propagation.inner_sql), late_into=plan.late_into))
+    view = f"{STAGE_VIEW}{uuid.uuid4().hex[:12]}"
     inner.ordered.selectExpr("*", "row_number() OVER (ORDER BY __batch, __seq) AS __arrival").drop("__seq") \
         .createOrReplaceTempView(view)
     outer = runner.planner(outer_query(plan, view, {"arrival_order": "__arrival", "arrival_batch": "__batch"}))
-    return run_replay(runner, outer)
+    result = run_replay(runner, outer, late_row_struct=UPSTREAM_ROW)
+    if plan.late_into:  # both stages' late rows, each with its stage
+        result.late_batched = chain_late(inner.late_batched, result.late_batched)
+        result.late = _in_batch_order(result.late_batched)
+        result.late.createOrReplaceTempView(plan.late_into)
+    return result
 
 
 def explain_replay(runner: "SparkRunner", plan: QueryPlan):
@@ -148,6 +162,8 @@ def record_schema(query: StatefulQuery, rows: "DataFrame"):
             kind = fixed[name]
         elif name in aggregates:
             kind = aggregates[name]
+        elif name.startswith("__r") and config.late_from_arguments:  # a join's late rows: its arguments
+            kind = types[f"__a{name[3:]}"]
         else:
             kind = types[name]
         fields.append(StructField(name, kind, True))

@@ -35,14 +35,32 @@ from sqlwin.sql.plan import (
     Slide,
     WindowAggregation,
     WindowRelation,
+    micros_timestamp_sql,
     node_position,
+    timestamp_micros_sql,
 )
-from sqlwin.spark.operator import OperatorConfig
+from sqlwin.spark.operator import CARRY, OperatorConfig
 from sqlwin.runtime import AggregateSpec
 from sqlwin.sql.text import identifier_name, quote_identifier
 
+if t.TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
 SYSTEM_COLUMNS = ("op", "firing", "emit_seq")  # appended to every stateful result
 RESULT_ORDER = ("__batch", "__seq")  # hidden columns of the result: arrival batch, emission sequence
+
+# A chain's first stage passes its late, rejected and stats records on through the second stage
+# (one streaming query has one output): each as JSON in the CARRY column of the second stage's
+# input, which the second stage's operator hands on as a 'carried' record. Timestamps keep their
+# microseconds (JSON's default format keeps milliseconds).
+CARRIED_FIELDS = ("__kind", "__wstart", "__wend", "__etime", "__late_by", "__reason", "__stats")
+JSON_OPTIONS = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX",
+                "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"}
+# The columns a chain's second stage reads besides the first stage's results (the carried records;
+# a replay's arrival order and batch): never part of a late row.
+STAGE_COLUMNS = (CARRY, "__arrival", "__batch")
+STAGE_VIEW = "__sqlwin_stage_"  # the prefix of the view of a chain's first-stage results
+UPSTREAM_ROW = "upstream_row"  # a chain's late sink: the first stage's result row a second stage found late
 
 
 @dataclass
@@ -61,6 +79,7 @@ class StatefulQuery:
     key_sql: list[str]
     bucket_count: int
     bucket_ids: tuple[int, ...] = ()  # the id of each bucket (default 0 .. bucket_count-1)
+    carry: bool = False  # a chain's second stage: its input carries the first stage's records (CARRY)
 
     # -- step 1 ------------------------------------------------------------------------
 
@@ -76,6 +95,8 @@ class StatefulQuery:
         ptime = options.get("arrival_time")
         columns.append(f"{_micros_of(ptime, rel.columns)} AS __ptime" if ptime else "CAST(NULL AS BIGINT) AS __ptime")
         columns.append(f"{_in_batch_order(rel)} AS __order")
+        if self.carry:
+            columns.append(CARRY)
         if arrival:  # replay: micro-batch boundaries as recorded (each row its own batch without them)
             batch = options.get("arrival_batch") or options["arrival_order"]
             columns.append(f"{_ordinal_of(batch, rel.columns)} AS __batch")
@@ -93,27 +114,54 @@ class StatefulQuery:
 
     # -- step 3 ------------------------------------------------------------------------
 
-    def typed_emissions_sql(self, records: str) -> str:
-        """Emission records with the window columns in the time column's own type, keys by name."""
+    def typed_emissions_sql(self, records: str, carry: bool = False) -> str:
+        """Emission records with the window columns in the time column's own type, keys by name.
+
+        `carry`: a chain's first stage, whose other records (late, rejected, stats) go on to the
+        second stage as JSON in a CARRY column (one projection: a second reader of the records
+        would run the first stage's operator twice)."""
         keys = [f"__k{i} AS {quote_identifier(name)}" for i, name in enumerate(self.key_names)]
         aggregates = [f"__agg{i}" for i in range(len(self.config.aggregates))]
         columns = [*keys, *self._window_columns(), "__windex AS window_index", *aggregates,
                    "__op", "__firing", "__seq", "__batch"]
-        return f"SELECT {', '.join(columns)} FROM {records} WHERE __kind = 'emit'"
+        if not carry:
+            return f"SELECT {', '.join(columns)} FROM {records} WHERE __kind = 'emit'"
+        fields = [*CARRIED_FIELDS, *(f"__r{i}" for i in range(self.config.late_width))]
+        record = ", ".join(f"'{name}', {name}" for name in fields)
+        options = ", ".join(f"'{k}', \"{v}\"" for k, v in JSON_OPTIONS.items())
+        columns.append(f"CASE WHEN __kind <> 'emit' THEN to_json(named_struct({record}), map({options})) END AS {CARRY}")
+        return f"SELECT {', '.join(columns)} FROM {records}"
 
-    def result_sql(self, typed: str) -> str:
-        """The user's SELECT (and HAVING) over the typed emissions."""
+    def result_sql(self, typed: str, carry: bool = False) -> str:
+        """The user's SELECT (and HAVING) over the typed emissions. `carry`: over
+        `typed_emissions_sql(..., carry=True)`, whose carried records pass HAVING untouched."""
         select: exp.Select = self.plan.ast
         outputs = [self._rewrite(e.copy()).sql(dialect="spark") for e in select.expressions]
         system = ["__op AS op", "__firing AS firing", "__seq AS emit_seq", "__batch", "__seq"]
         having = select.args.get("having")
-        where = (f" WHERE {self._rewrite(_with_aliases_expanded(having.this.copy(), select, self.plan)).sql(dialect='spark')}"
-                 if having else "")
+        condition = self._rewrite(_with_aliases_expanded(having.this.copy(), select, self.plan)).sql(dialect="spark") \
+            if having else None
+        if carry:
+            system.append(CARRY)
+            condition = f"{CARRY} IS NOT NULL OR ({condition})" if condition else None
+        where = f" WHERE {condition}" if condition else ""
         return f"SELECT {', '.join(outputs + system)} FROM {typed}{where}"
 
-    def late_sql(self, records: str) -> str:
-        """Late and rejected rows: the row as it came, how late, the window it missed, why."""
+    def carried_schema(self, record_schema):
+        """The Spark schema of this stage's records as it carries them on (CARRIED_FIELDS, __r*)."""
+        from pyspark.sql.types import StructType
+
+        names = {*CARRIED_FIELDS, *(f"__r{i}" for i in range(self.config.late_width))}
+        return StructType([f for f in record_schema.fields if f.name in names])
+
+    def late_sql(self, records: str, row_struct: str | None = None) -> str:
+        """Late and rejected rows: the row as it came, how late, the window it missed, why.
+        `row_struct`: the row's columns as one struct column of that name (a chain's second stage,
+        whose rows are the first stage's results)."""
         row = [f"__r{i} AS {quote_identifier(name)}" for i, name in enumerate(self.row_columns)]
+        if row_struct is not None:
+            fields = ", ".join(f"'{name}', __r{i}" for i, name in enumerate(self.row_columns))
+            row = [f"named_struct({fields}) AS {quote_identifier(row_struct)}"] if fields else []
         start, end = (self._to_time("__wstart"), self._to_time("__wend"))
         if self._epoch_ms:
             late_by = "div(__late_by, 1000)"
@@ -123,13 +171,22 @@ class StatefulQuery:
                    "__reason AS reason", "__batch"]
         return f"SELECT {', '.join(columns)} FROM {records} WHERE __kind IN ('late', 'rejected')"
 
+    def late_row_sql(self, source: str, columns: dict[str, str]) -> dict[str, str]:
+        """How a row of the table `source` (its `columns`, lower-case name -> name) fills the
+        record columns a late or rejected row carries: {__r<i>: SQL over the row}. Empty where the
+        window function does not read that table (a chain's second stage, another query's table)."""
+        if (identifier_name(self.relation.source) or "").lower() != source.lower():
+            return {}
+        return {f"__r{i}": quote_identifier(columns[name.lower()])
+                for i, name in enumerate(self.row_columns) if name.lower() in columns}
+
     def _window_columns(self) -> list[str]:
         windower = self.relation.windower
         bound = _count_bound_column(self.relation)
         if bound:  # an untimed count window shows its first and last rows' ORDER BY values
             kind = self.relation.columns.get(bound, "bigint")
-            start, end = (f"timestamp_micros({c})" if kind.startswith("timestamp") else f"CAST({c} AS {kind})"
-                          for c in ("__wstart", "__wend"))
+            start, end = (micros_timestamp_sql(c, kind == "timestamp_ntz") if kind.startswith("timestamp")
+                          else f"CAST({c} AS {kind})" for c in ("__wstart", "__wend"))
             return [f"{start} AS window_start", f"{end} AS window_end", f"{end} AS window_time"]
         start, end = self._to_time("__wstart"), self._to_time("__wend")
         if isinstance(windower, (Slide, CountWindow, GlobalWindow)):
@@ -150,8 +207,18 @@ class StatefulQuery:
             return bool(arrival) and not rel.columns.get(arrival, "").startswith("timestamp")
         return time is not None and time.kind == "epoch_ms"
 
+    @property
+    def _ntz(self) -> bool:
+        """Window columns in TIMESTAMP_NTZ: a TIMESTAMP_NTZ time column, or processing time read from a
+        TIMESTAMP_NTZ arrival_time column. Their microseconds are the wall clock read as UTC, in no
+        session time zone."""
+        time, rel = self.relation.time, self.relation
+        if time is not None and time.kind == "processing_time":
+            return rel.columns.get(rel.options.get("arrival_time") or "", "") == "timestamp_ntz"
+        return time is not None and time.ntz
+
     def _to_time(self, micros: str) -> str:
-        return f"div({micros}, 1000)" if self._epoch_ms else f"timestamp_micros({micros})"
+        return f"div({micros}, 1000)" if self._epoch_ms else micros_timestamp_sql(micros, self._ntz)
 
     def _rewrite(self, node: exp.Expr) -> exp.Expr:
         """Aggregates become the runtime's columns, key expressions their key columns."""
@@ -174,8 +241,11 @@ class StatefulQuery:
 
 
 def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
-                     bucket_ids: tuple[int, ...] = ()) -> StatefulQuery:
-    """Check that the query has the windowed-aggregation shape and derive everything around the runtime."""
+                     bucket_ids: tuple[int, ...] = (), carry: bool = False) -> StatefulQuery:
+    """Check that the query has the windowed-aggregation shape and derive everything around the runtime.
+
+    `carry`: the second stage of a chain, whose input has the first stage's records in a CARRY
+    column: they bypass the query's WHERE and are never row columns."""
     if plan.join is not None:  # window functions joined per key and window (spark/joins.py)
         from sqlwin.spark.joins import prepare_join
 
@@ -211,7 +281,8 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
             "This query follows processing time, which a replay reads from the recorded arrival times",
             rel.position, "WITH (arrival_order = offset_col, arrival_time = arrival_ts_col), or EMIT EARLY / "
             "LATE EVERY n ROWS and idle_clock = 'event_time'", query=plan.sql)
-    row_columns = list(rel.columns) if plan.late_into else []
+    stage_columns = STAGE_COLUMNS if plan.propagation is None and _reads_stage(rel) else ()
+    row_columns = [c for c in rel.columns if c not in stage_columns] if plan.late_into else []
     config = OperatorConfig(
         windower=rel.windower, watermark=watermark, emit=emit, aggregates=tuple(specs),
         processing_time=processing_time, key_count=len(keys), clock_positions=clock_positions,
@@ -221,7 +292,10 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
     with_ = plan.ast.args.get("with_")
     with_sql = f"{with_.sql(dialect='spark')} " if with_ else ""
     where = plan.ast.args.get("where")
-    source_sql = f"FROM {_source_sql(rel)}" + (f" {where.sql(dialect='spark')}" if where else "")
+    condition = where.this.sql(dialect="spark") if where is not None else None
+    if carry:
+        condition = f"{CARRY} IS NOT NULL OR ({condition})" if condition else None
+    source_sql = f"FROM {_source_sql(rel)}" + (f" WHERE {condition}" if condition else "")
     if where is not None and any(c.name.lower() in ("window_start", "window_end", "window_time", "window_index")
                                  for c in where.find_all(exp.Column)):
         raise SqlwinUnsupportedError(
@@ -238,8 +312,13 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
         aggregate_sql=[_aggregate_identity(n) for n in aggregate_nodes], row_columns=row_columns,
         source_sql=source_sql, with_sql=with_sql, key_sql=keys,
         bucket_count=bucket_count if clock_keys else 1,
-        bucket_ids=tuple(bucket_ids)[:bucket_count if clock_keys else 1],
+        bucket_ids=tuple(bucket_ids)[:bucket_count if clock_keys else 1], carry=carry,
     )
+
+
+def _reads_stage(rel: WindowRelation) -> bool:
+    """The window function reads a chain's first stage (a view `__sqlwin_stage_*`)."""
+    return (identifier_name(rel.source) or "").startswith(STAGE_VIEW)
 
 
 def _require_aggregation(plan: QueryPlan, mode: str) -> WindowAggregation:
@@ -413,30 +492,46 @@ def _aggregate_specs(plan: QueryPlan, nodes: list[exp.Expr]) -> tuple[list[Aggre
 
     specs = []
     for node in nodes:
+        where = None
+        if isinstance(node, exp.Filter):  # agg(...) FILTER (WHERE c)
+            node, where = node.this, node.expression.this
+
+        def kept(value: exp.Expr) -> exp.Expr:
+            """FILTER of an aggregate that skips NULLs: the value of a row FILTER keeps, else NULL."""
+            if where is None:
+                return value
+            return exp.Case(ifs=[exp.If(this=where.copy(), true=value.copy())])
+
         if isinstance(node, exp.Count):
             inner = node.this
             if isinstance(inner, exp.Star) or inner is None:
-                specs.append(AggregateSpec("count"))
+                specs.append(AggregateSpec("count") if where is None
+                             else AggregateSpec("count", argument(kept(exp.Literal.number(1)))))
             elif isinstance(inner, exp.Distinct):
                 if len(inner.expressions) != 1:
                     _unsupported_aggregate(plan, node, "count(DISTINCT) of more than one column")
-                specs.append(AggregateSpec("count_distinct", argument(inner.expressions[0])))
+                specs.append(AggregateSpec("count_distinct", argument(kept(inner.expressions[0]))))
             else:
-                specs.append(AggregateSpec("count", argument(inner)))
+                specs.append(AggregateSpec("count", argument(kept(inner))))
         elif isinstance(node, exp.ArrayAgg) and isinstance(node.this, exp.Order):
             value = node.this.this
             if isinstance(value, exp.Distinct):
                 _unsupported_aggregate(plan, node, "array_agg(DISTINCT ... ORDER BY ...)")
             order = tuple((argument(key.this), bool(key.args.get("desc")), _nulls_first(key))
                           for key in node.this.expressions)
-            specs.append(AggregateSpec("collect_list", argument(value), order=order))
+            specs.append(AggregateSpec("collect_list", argument(kept(value)), order=order))
         elif type(node) in _SIMPLE and not isinstance(node.this, exp.Distinct):
-            specs.append(AggregateSpec(_SIMPLE[type(node)], argument(node.this)))
+            func = _SIMPLE[type(node)]
+            if func in ("first", "last"):  # NULLs are values to these: FILTER drops the rows themselves
+                specs.append(AggregateSpec(func, argument(node.this),
+                                           filter=None if where is None else argument(where)))
+            else:
+                specs.append(AggregateSpec(func, argument(kept(node.this))))
         elif _is_anonymous_aggregate(node) and len(node.expressions) == 1:
-            specs.append(AggregateSpec("avg", argument(node.expressions[0])))
-        elif isinstance(node, (exp.ArgMin, exp.ArgMax)):
+            specs.append(AggregateSpec("avg", argument(kept(node.expressions[0]))))
+        elif isinstance(node, (exp.ArgMin, exp.ArgMax)):  # a row whose ordering value is NULL is skipped
             func = "min_by" if isinstance(node, exp.ArgMin) else "max_by"
-            specs.append(AggregateSpec(func, argument(node.this), argument(node.expression)))
+            specs.append(AggregateSpec(func, argument(node.this), argument(kept(node.expression))))
         else:
             _unsupported_aggregate(plan, node, node.sql(dialect="spark"))
     return specs, arguments
@@ -468,14 +563,14 @@ def _time_micros(rel: WindowRelation) -> str:
         return "CAST(NULL AS BIGINT)"
     if time.kind == "epoch_ms":  # a DOUBLE / DECIMAL one rounded to the closest millisecond (QX-20)
         return f"CAST({time.epoch_ms_sql()} AS BIGINT) * 1000"
-    return f"unix_micros({quote_identifier(time.name)})"
+    return time.micros_sql()
 
 
 def _micros_of(column: str, columns: dict[str, str]) -> str:
     """An arrival-time column in microseconds: TIMESTAMP, or LONG epoch milliseconds."""
     kind = columns.get(column, "")
     if kind.startswith("timestamp"):
-        return f"unix_micros({quote_identifier(column)})"
+        return timestamp_micros_sql(quote_identifier(column), kind == "timestamp_ntz")
     return f"CAST({quote_identifier(column)} AS BIGINT) * 1000"
 
 
@@ -565,5 +660,23 @@ def _single_order_column(rel: WindowRelation, plan: QueryPlan | None = None) -> 
 def _ordinal_of(column: str, columns: dict[str, str]) -> str:
     kind = columns.get(column, "")
     if kind.startswith("timestamp"):
-        return f"unix_micros({quote_identifier(column)})"
+        return timestamp_micros_sql(quote_identifier(column), kind == "timestamp_ntz")
     return f"CAST({quote_identifier(column)} AS BIGINT)"
+
+
+# --------------------------------------------------------------------------- chains
+
+
+def chain_late(first: "DataFrame", second: "DataFrame") -> "DataFrame":
+    """A chain's late and rejected rows in one table, in every mode: the first stage's (its source's
+    rows as they came) and the second stage's (a first-stage result row, as one struct column
+    UPSTREAM_ROW), each with late_by, the window it missed, the reason, and `stage` (1 or 2)."""
+    from pyspark.sql import functions as F
+
+    combined = first.withColumn("stage", F.lit(1)).unionByName(second.withColumn("stage", F.lit(2)),
+                                                                allowMissingColumns=True)
+    hidden = [c for c in ("__batch",) if c in combined.columns]
+    leading = [c for c in first.columns if c not in hidden]
+    order = [*leading, "stage", *(c for c in combined.columns if c not in leading and c not in hidden and c != "stage"),
+             *hidden]
+    return combined.select(*(F.col(quote_identifier(c)) for c in order))

@@ -25,6 +25,8 @@ loses nor duplicates rows.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import os
 import shutil
@@ -37,14 +39,17 @@ from pyspark.sql import functions as F
 
 from sqlwin.errors import SqlwinError, SqlwinUnsupportedError, SqlwinUsageError
 from sqlwin.spark.connect import is_connect
-from sqlwin.spark.operator import END_OF_INPUT, PACKED_SCHEMA, OperatorConfig, pack_rows, vectorisable
+from sqlwin.spark.operator import CARRIED, END_OF_INPUT, PACKED_SCHEMA, OperatorConfig, pack_rows, vectorisable
 from sqlwin.spark.replay import integral_flags, record_schema
 from sqlwin.spark.processor import WindowProcessor
-from sqlwin.spark.stateful import StatefulQuery, check_input_types, prepare_stateful
-from sqlwin.outputs import claim_sinks, write_json
+from sqlwin.spark.stateful import JSON_OPTIONS, STAGE_VIEW, StatefulQuery, check_input_types, prepare_stateful
+from sqlwin.outputs import claim_sinks, read_metadata, write_json
+from sqlwin.spark import supervision
 from sqlwin.sql.joins import describe_join
 from sqlwin.sql.plan import describe_emit, describe_time, describe_watermark, describe_windower, outer_query
 from sqlwin.sql.text import quote_identifier
+
+SOURCE_VIEW = "__sqlwin_source_"  # a stream's source is read through a view of this prefix, not its name
 
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -79,6 +84,9 @@ class StreamingWindowQuery:
     _records: dict = field(default_factory=dict, repr=False)  # batch record files read so far, by name
     control_buckets: tuple = ()  # the bucket ids every stage of the stream has (end of input reaches each)
     read_twice: tuple = ()  # directories read by two branches, good and malformed rows (_read_directory)
+    inner: "Stage | None" = None  # a chain's first stage (its records reach the sink carried)
+    restart: t.Any = field(default=None, repr=False)  # starts the query again (supervision: a failed worker start)
+    supervisor: t.Any = field(default=None, repr=False)  # supervision.Supervisor: the checkpoint's lock, restarts
 
     def refresh(self) -> None:
         """What the sink writer recorded, read back from the checkpoint. The writer runs where
@@ -96,11 +104,36 @@ class StreamingWindowQuery:
                     setattr(self, name, StructType.fromJson(json.loads(known[-1])))
 
     def process_all_available(self, timeout_s: float = 600.0) -> None:
-        """Block until every row available now is processed.
+        """Block until every row available now is processed. A stream that failed raises its
+        failure (in sqlwin's words when it has them: a directory that cannot be written, a Python
+        worker that did not connect back after every attempt to start again)."""
+        while True:
+            try:
+                return self._process_available(timeout_s)
+            except Exception as err:  # noqa: BLE001 - said again in sqlwin's words, or raised as it is
+                self._recover_or_raise(err)
 
-        With wall-clock timers Spark keeps running timer batches, so `processAllAvailable`
-        never returns: wait instead until the source has no data left and no trigger runs.
-        """
+    def await_termination(self, timeout_s: float | None = None) -> bool | None:
+        """Spark's awaitTermination, with the failure raised as `process_all_available` raises it."""
+        while True:
+            try:
+                return self.query.awaitTermination() if timeout_s is None else self.query.awaitTermination(timeout_s)
+            except Exception as err:  # noqa: BLE001
+                self._recover_or_raise(err)
+
+    def _recover_or_raise(self, err: Exception) -> None:
+        """Return when the supervisor started the query again (Spark's Python worker did not connect
+        back); else raise the failure, in sqlwin's words when it has them."""
+        if self.supervisor is not None and self.supervisor.keep_running():
+            return
+        failure = supervision.stream_failure(err, self.supervisor.attempts if self.supervisor else None)
+        if failure is None:
+            raise err
+        raise failure from err
+
+    def _process_available(self, timeout_s: float) -> None:
+        """With wall-clock timers Spark keeps running timer batches, so `processAllAvailable`
+        never returns: wait instead until the source has no data left and no trigger runs."""
         if self.clock != "processing":
             self.query.processAllAvailable()
             self.refresh()
@@ -131,10 +164,17 @@ class StreamingWindowQuery:
         self.process_all_available()
 
     def stop(self) -> None:
-        self.query.stop()
+        """Stop the stream and release its checkpoint (restart later from the same checkpoint)."""
+        try:
+            self.query.stop()
+        finally:
+            if self.supervisor is not None:
+                self.supervisor.stop()
 
     @property
     def is_active(self) -> bool:
+        if self.supervisor is not None:
+            self.supervisor.keep_running()  # a start whose Python worker did not connect back: again
         return self.query.isActive
 
     def status(self, progress: dict | None = None) -> dict:
@@ -159,12 +199,28 @@ class StreamingWindowQuery:
             "key_watermarks": _watermark_range(self.bucket_stats.values(), self.stateful),
             "late_rows": self._total("late"),
             "rejected_rows": self._total("rejected"),  # NULL key or time, malformed: routed with LATE ROWS INTO
-            "rows": self._total("rows"),
+            "rows": self._total("rows"),  # rows in = rows in windows + late rows + rejected rows
+            "stages": self.stage_figures(),
         }
 
-    def _total(self, figure: str) -> int:
-        """A figure summed over the buckets: the stream's whole life, restarts included."""
-        return sum(s.get(figure) or 0 for s in self.bucket_stats.values())
+    def _total(self, figure: str, stage: int | None = None) -> int:
+        """A figure summed over the buckets (of one `stage` of a chain): the stream's whole life,
+        restarts included. A chain's rows are its first stage's (the second's are its results)."""
+        entries = [s for b, s in self.bucket_stats.items() if stage is None or s.get("stage", 1) == stage]
+        if figure != "rows":
+            return sum(s.get(figure) or 0 for s in entries)
+        # Every row taken in: a bucket's rows (those it accepted) and those it rejected (NULL key or
+        # time); the sources' entry counts its malformed rows once, as rows and as rejected.
+        return sum((s.get("rows") or 0) + (0 if b == SOURCES else s.get("rejected") or 0)
+                   for b, s in self.bucket_stats.items() if s.get("stage") != 2)
+
+    def stage_figures(self) -> dict[int, dict[str, int]] | None:
+        """A chain's late and rejected rows per stage (1: its source's rows, 2: the first stage's
+        results); None for one stage. Rows of a source that did not convert are stage 1's."""
+        if self.inner is None:
+            return None
+        return {stage: {"late": self._total("late", stage), "rejected": self._total("rejected", stage)}
+                for stage in (1, 2)}
 
 
 def _input_rows(progress: dict, read_twice: tuple[str, ...]) -> int:
@@ -205,8 +261,31 @@ def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], q
     """Start `query_text` over streaming `sources` ({name: streaming DataFrame or directory}).
 
     `plan_of`: the query's plan, made once the sources are registered as the tables it names.
+    The one stream on `checkpoint` (issue 21): its directories are checked and the checkpoint's lock
+    taken before anything is written; the lock is held while the stream runs (supervision).
     """
+    run_id = uuid.uuid4().hex
+    start = supervision.begin(checkpoint, {"sink": sink, "late sink": late_sink},
+                              {name: s for name, s in sources.items() if isinstance(s, (str, os.PathLike))},
+                              run_id, "spark connect" if is_connect(runner.spark) else "here")
+    try:
+        handle = _start_stream(runner, plan_of, query_text, sources, sink, checkpoint, late_sink, source_format,
+                               source_options, trigger, buckets, run_id)
+    except BaseException:
+        start.abandon()
+        raise
+    return start.supervise(handle, runner.spark)
+
+
+def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], query_text: str,
+                  sources: dict[str, t.Any], sink: str, checkpoint: str, late_sink: str | None,
+                  source_format: str, source_options: dict[str, str] | None, trigger: dict | None,
+                  buckets: int | None, run_id: str) -> StreamingWindowQuery:
     spark = runner.spark
+    # Each source is registered as a view of sqlwin's own, which the plan reads in place of its name
+    # (`plan_of(text, tables=...)`): a temp view of the user's with that name stays as it was.
+    views = {name: f"{SOURCE_VIEW}{uuid.uuid4().hex[:12]}_{i}" for i, name in enumerate(sources)}
+    plan_of = functools.partial(plan_of, tables=views)
     # Refused before anything is written: sinks holding another checkpoint's results, overlaps with inputs.
     claim = claim_sinks(Path(checkpoint) / METADATA, checkpoint, {"sink": sink, "late sink": late_sink},
                         {name: s for name, s in sources.items() if isinstance(s, (str, os.PathLike))})
@@ -214,7 +293,7 @@ def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], q
     # process (a notebook that changed directory, a test); messages above named the user's paths.
     sink, late_sink, checkpoint = (None if p is None else os.path.abspath(p) for p in (sink, late_sink, checkpoint))
     schemas = _stored(checkpoint).get("source_schemas") or {}
-    malformed: dict[str, "DataFrame"] = {}  # source name -> its rows with a value that did not convert
+    malformed: dict[str, "DataFrame"] = {}  # source's view -> its rows with a value that did not convert
     read_schemas: dict[str, str] = {}
     for name, source in sources.items():
         if isinstance(source, (str, os.PathLike)):
@@ -222,13 +301,14 @@ def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], q
                                                  schemas.get(name))
             read_schemas[name] = schema.json()
             if bad is not None:
-                malformed[name] = bad
+                malformed[views[name]] = bad
         else:
             frame = source
         if not frame.isStreaming:
             raise SqlwinUsageError(f"Source {name} is not a streaming DataFrame",
                                    hint="spark.readStream...load(), or a directory of files")
-        frame.createOrReplaceTempView(quote_identifier(name))  # the table's own name, whatever it holds
+        frame.createOrReplaceTempView(quote_identifier(views[name]))
+    read_twice = tuple(os.path.abspath(str(sources[name])) for name in sources if views[name] in malformed)
     plan = plan_of(query_text)
     upstream = None
     if plan.propagation is not None:
@@ -239,6 +319,8 @@ def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], q
             prepare_stateful(upstream, "streaming", 1)  # says why the inner query cannot run
             raise SqlwinUnsupportedError("A stream chains two windowed aggregations, not more",
                                          plan.propagation.outer.position, query=query_text)
+        # The first stage's late and rejected rows go where the query sends its own (LATE ROWS INTO).
+        upstream = dataclasses.replace(upstream, late_into=plan.late_into)
     first = upstream if upstream is not None else plan
     # A query a stream refuses is refused before anything is written into the checkpoint.
     probe = prepare_stateful(first, "streaming", 1)
@@ -257,39 +339,59 @@ def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], q
     control = spark.readStream.schema("__bucket INT, __control STRING").json(str(control_dir))
     output, schema, clock = _window_operator(runner, stateful, query_text, control)
     control_buckets = tuple(stateful.bucket_ids or range(stateful.bucket_count))
+    inner = None
     if upstream is not None:
         if clock != "none":
             raise SqlwinUnsupportedError(
                 "A stream of two chained windowed aggregations follows event time only", first.windows[0].position,
                 "event-time windows and EMIT without intervals in the inner query", query=query_text)
-        view = f"__sqlwin_stage_{uuid.uuid4().hex[:12]}"
+        # Rows of the sources that did not convert are the first stage's rejected rows.
+        output = _with_malformed(output, malformed, stateful, schema)
+        malformed = {}
+        inner = Stage(stateful, stateful.carried_schema(schema))
+        view = f"{STAGE_VIEW}{uuid.uuid4().hex[:12]}"
         output.createOrReplaceTempView(f"{view}_records")
-        typed = f"({stateful.typed_emissions_sql(f'{view}_records')})"
-        runner.sql(stateful.result_sql(typed), query_text).drop("__batch", "__seq").createOrReplaceTempView(view)
+        typed = f"({stateful.typed_emissions_sql(f'{view}_records', carry=True)})"
+        runner.sql(stateful.result_sql(typed, carry=True), query_text).drop("__batch", "__seq") \
+            .createOrReplaceTempView(view)
         outer = plan_of(outer_query(plan, view, {}))
-        stateful = prepare_stateful(outer, "streaming", buckets, bucket_ids)
+        stateful = prepare_stateful(outer, "streaming", buckets, bucket_ids, carry=True)
         output, schema, clock = _window_operator(runner, stateful, query_text, control)
         control_buckets = tuple(sorted(set(control_buckets) | set(stateful.bucket_ids or range(stateful.bucket_count))))
         if clock != "none":
             raise SqlwinUnsupportedError(
                 "A stream of two chained windowed aggregations follows event time only", outer.windows[0].position,
                 "event-time windows and EMIT without intervals in the outer query", query=query_text)
-    # Rows that did not convert join the operator's records as rejected rows: of every directory
-    # source (a join's sides, a chain's input), counted and routed. The row's own columns are
-    # carried (LATE ROWS INTO) when the operator reads that source directly.
-    direct = (_source_table(stateful) or "").lower()
-    for name, bad in malformed.items():
-        output = output.unionByName(_malformed_records(bad, stateful, schema, carry=name.lower() == direct))
-    read_twice = tuple(os.path.abspath(str(sources[name])) for name in malformed)
+    output = _with_malformed(output, malformed, stateful, schema)
     handle = StreamingWindowQuery(None, sink, late_sink, checkpoint, buckets, stateful, clock,
-                                  control_buckets=control_buckets, read_twice=read_twice)
+                                  control_buckets=control_buckets, read_twice=read_twice, inner=inner, run_id=run_id)
     handle.bucket_stats = _load_progress(checkpoint)
     writer = output.writeStream.foreachBatch(_sink_writer(stateful, handle)) \
         .option("checkpointLocation", str(Path(checkpoint) / "spark"))
     if trigger:
         writer = writer.trigger(**trigger)
+    handle.restart = writer.start  # a start whose Python worker did not connect back is made again (supervision)
     handle.query = writer.start()
     return handle
+
+
+def _with_malformed(output: "DataFrame", malformed: dict[str, "DataFrame"], stateful: StatefulQuery,
+                    schema) -> "DataFrame":
+    """The operator's records with the sources' rows that did not convert, as rejected rows: of
+    every directory source (a join's sides, a chain's input), counted and routed, each with its own
+    columns where the operator reads that source (a join: on its side)."""
+    for name, bad in malformed.items():
+        output = output.unionByName(_malformed_records(bad, stateful, schema, name))
+    return output
+
+
+@dataclass
+class Stage:
+    """A chain's first stage, as its sink writer sees it: its records come carried (JSON) in the
+    second stage's records, in this schema."""
+
+    query: StatefulQuery
+    carried_schema: t.Any
 
 
 def _window_operator(runner: "SparkRunner", stateful: StatefulQuery, query_text: str, control: "DataFrame"):
@@ -372,7 +474,8 @@ def _second_stage(plan: "QueryPlan") -> str:
     inherit = ("its watermark follows stage 1's firings (watermark_strategy 'upstream')"
                if plan.propagation.inherit else "its own watermark over window_time")
     return (f"stage 2: {plan.propagation.outer.function} over stage 1's results (window propagation), a second "
-            f"transformWithStateInPandas in the same stream; {inherit}; its results go to the sink")
+            f"transformWithStateInPandas in the same stream; {inherit}; its results go to the sink, and stage 1's "
+            "late, rejected and progress records pass through it unchanged (to the late sink, stage 1)")
 
 
 def _sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
@@ -410,7 +513,7 @@ def _sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
             _save_progress(handle.checkpoint, handle.bucket_stats)
             late = 0
             if handle.late_sink:
-                late_rows = spark.sql(stateful.late_sql(name)).drop("__batch")
+                late_rows = _late_rows(spark, stateful, handle.inner, name).drop("__batch")
                 handle.late_schema = late_rows.schema
                 late = _write_batch(late_rows, handle.late_sink, batch_id,
                                     records=kinds["late"] + kinds["rejected"])
@@ -423,27 +526,63 @@ def _sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
             if cached:
                 records_df.unpersist()
 
-    return write
+    return supervision.guard_writer(write, handle)  # the checkpoint's lock kept; an unwritable directory named
 
 
 _KINDS = ("emit", "late", "rejected")
 
 
+def _late_rows(spark, stateful: StatefulQuery, inner: Stage | None, records: str) -> "DataFrame":
+    """A batch's late and rejected rows (`records`: its records' view). A chain's are both stages':
+    the first stage's (carried through the second as JSON) with its source's columns, the second's
+    with the first stage's result row as one struct column, each with the stage that judged it."""
+    if inner is None:
+        return spark.sql(stateful.late_sql(records))
+    from sqlwin.spark.stateful import UPSTREAM_ROW, chain_late
+
+    carried = spark.table(records).where(F.col("__kind") == CARRIED) \
+        .select(F.from_json("__stats", inner.carried_schema, JSON_OPTIONS).alias("__p"), "__batch") \
+        .select("__p.*", "__batch")
+    view = f"{records}_stage1"
+    carried.createOrReplaceTempView(view)
+    try:  # a DataFrame keeps the plan it was analysed with: the view may go at once
+        first = spark.sql(inner.query.late_sql(view))
+        second = spark.sql(stateful.late_sql(records, row_struct=UPSTREAM_ROW))
+        return chain_late(first, second)
+    finally:
+        spark.catalog.dropTempView(view)
+
+
 def _summary_columns() -> list:
-    """What the sink writer observes of a batch's records: the stats records, a count per kind."""
+    """What the sink writer observes of a batch's records: the stats records, a count per kind.
+    A chain's first stage's records come carried (JSON) through its second: counted by their own
+    kind, its stats apart."""
+    carried = F.col("__kind") == CARRIED
+    kind = F.when(carried, F.get_json_object("__stats", "$.__kind")).otherwise(F.col("__kind"))
+    reason = F.when(carried, F.get_json_object("__stats", "$.__reason")).otherwise(F.col("__reason"))
     return [F.collect_list(F.when(F.col("__kind") == "stats", F.col("__stats"))).alias("stats"),
-            *(F.count_if(F.col("__kind") == kind).alias(kind) for kind in _KINDS),
-            F.count_if(F.col("__reason") == MALFORMED).alias(MALFORMED)]
+            F.collect_list(F.when(carried & (kind == "stats"), F.get_json_object("__stats", "$.__stats")))
+            .alias("stage1_stats"),
+            *(F.count_if(kind == k).alias(k) for k in _KINDS),
+            F.count_if(reason == MALFORMED).alias(MALFORMED)]
 
 
 def _summarise(summary: dict, handle: StreamingWindowQuery, batch_id: int) -> dict[str, int]:
     """Keep each bucket's stats record; how many records of each other kind the batch had.
 
     Rows that did not convert never reach a bucket: the sources' own entry (SOURCES) counts them,
-    once per batch id, so a batch Spark runs again after a failure does not count them twice."""
+    once per batch id, so a batch Spark runs again after a failure does not count them twice.
+    A chain's stages share bucket ids: the first stage's buckets are kept as "1:<bucket>", and
+    each entry says its stage."""
+    chain = handle.inner is not None
     for text in summary.get("stats") or []:
         figures = json.loads(text)
+        if chain:
+            figures["stage"] = 2
         handle.bucket_stats[figures.pop("bucket")] = figures
+    for text in summary.get("stage1_stats") or []:
+        figures = json.loads(text)
+        handle.bucket_stats[f"1:{figures.pop('bucket')}"] = {**figures, "stage": 1}
     bad = int(summary.get(MALFORMED) or 0)
     sources = handle.bucket_stats.setdefault(SOURCES, {"rejected": 0, "rows": 0, "last_batch": -1})
     if bad and batch_id > sources["last_batch"]:
@@ -466,7 +605,7 @@ def _load_progress(checkpoint: str) -> dict:
         stored = json.loads((Path(checkpoint) / PROGRESS).read_text())
     except (OSError, ValueError):
         return {}
-    return {int(bucket): figures for bucket, figures in stored.items()}
+    return {int(bucket) if bucket.lstrip("-").isdigit() else bucket: figures for bucket, figures in stored.items()}
 
 
 def _save_progress(checkpoint: str, stats: dict) -> None:
@@ -604,9 +743,8 @@ def _read_directory(spark, path: str, source_format: str, options: dict[str, str
 
 
 def _stored(checkpoint: str) -> dict:
-    """The checkpoint's sqlwin.json ({} for a new checkpoint)."""
-    metadata = Path(checkpoint) / METADATA
-    return json.loads(metadata.read_text()) if metadata.exists() else {}
+    """The checkpoint's sqlwin.json ({} for a new checkpoint; a SqlwinUsageError naming it when damaged)."""
+    return read_metadata(Path(checkpoint) / METADATA, checkpoint)
 
 
 def _store(checkpoint: str, stored: dict) -> None:
@@ -628,28 +766,19 @@ def _remember_source_schemas(checkpoint: str, schemas: dict[str, str]) -> None:
     _store(checkpoint, stored)
 
 
-def _source_table(stateful: StatefulQuery) -> str | None:
-    """The table the window function reads, when it is a table (not a subquery or a CTE)."""
-    from sqlwin.sql.text import identifier_name
-
-    return identifier_name(stateful.relation.source)
-
-
-def _malformed_records(bad: "DataFrame", stateful: StatefulQuery, schema, carry: bool = True) -> "DataFrame":
-    """The rows that did not convert as the operator's records of rejected rows: with LATE ROWS
-    INTO, the row's columns as Spark could read them (NULL where a value did not convert).
-    `carry`: the operator reads this source directly (else its carried columns are another
-    table's, and stay NULL)."""
-    available = {name.lower(): name for name in bad.columns} if carry else {}
+def _malformed_records(bad: "DataFrame", stateful: StatefulQuery, schema, source: str) -> "DataFrame":
+    """The rows of `source` that did not convert as the operator's records of rejected rows: with
+    LATE ROWS INTO, the row's columns as Spark could read them (NULL where a value did not convert),
+    where the operator reads that source (a join: on its side)."""
+    filled = stateful.late_row_sql(source, {name.lower(): name for name in bad.columns})
     columns = []
-    row_columns = {f"__r{i}": name for i, name in enumerate(stateful.row_columns)}
     for column in schema.fields:
         if column.name == "__kind":
             value = F.lit("rejected")
         elif column.name == "__reason":
             value = F.lit(MALFORMED)
-        elif column.name in row_columns and row_columns[column.name].lower() in available:
-            value = F.col(quote_identifier(available[row_columns[column.name].lower()]))
+        elif column.name in filled:
+            value = F.expr(filled[column.name])
         else:
             value = F.lit(None)
         columns.append(value.cast(column.dataType).alias(column.name))

@@ -1,0 +1,246 @@
+"""Nothing lost: every row of a stream is in a window, late, or rejected -- checked from the outputs alone.
+
+Random recorded streams with bad rows among the good ones (NULL key, NULL time, years 1 and 9999,
+rows behind the watermark, duplicated rows) run through each stream shape -- one windowed
+aggregation in each EMIT mode, a windowed join of each kind, a chain of two aggregations -- as a
+replay and as a stream restarted from its checkpoint in the middle. Each input row carries an id:
+the ids the results hold (a window's `collect_list(id)`, a join's side ids, a chain's counts), the
+late rows and the rejected rows (LATE ROWS INTO) must together be exactly the input's, each once
+(a HOP row may sit in several windows, or be in some and late for others: there, at least once).
+A stream's status() must count the same rows in, late and rejected.
+
+Values that do not convert (a CSV line with `abc` in a number column, `yesterday` as a time) exist
+only in files: `test_malformed_rows_of_every_shape_are_counted_and_kept` feeds CSV directories.
+
+SQLWIN_CONSERVATION_SEEDS=n runs n seeds per shape (the CI run takes one, each shape its own) and
+streams every shape; CI streams the shapes in STREAMED_IN_CI (each stream costs ~10 s) and replays all.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import random
+from collections import Counter
+
+import pytest
+
+from sqlwin.testing import feed_stream
+
+BASE = dt.datetime(2024, 1, 1, 10, 0)
+SEEDS = int(os.environ.get("SQLWIN_CONSERVATION_SEEDS", "1"))
+ARRIVAL = "WITH (arrival_order = arrival, arrival_batch = batch)"
+
+
+def _stream(rng: random.Random, n: int, keys=("a", "b", "c")) -> list[tuple]:
+    """(id, k, ts, v, arrival, batch) rows: mostly in time, some behind (late), some bad."""
+    rows = []
+    clock = 0
+    for i in range(n):
+        clock += rng.randrange(0, 40)  # seconds
+        roll = rng.random()
+        if roll < 0.06:
+            ts = None
+        elif roll < 0.09:
+            ts = dt.datetime(1, 1, 3, 0, 0, rng.randrange(60))  # (day 3: Python reads its windows in any zone)
+        elif roll < 0.11:
+            ts = dt.datetime(9999, 12, 30, 23, 0, rng.randrange(60))
+        elif roll < 0.25:
+            ts = BASE + dt.timedelta(seconds=max(0, clock - rng.randrange(200, 1200)))  # behind: often late
+        else:
+            ts = BASE + dt.timedelta(seconds=clock)
+        k = None if rng.random() < 0.06 else rng.choice(keys)
+        rows.append([i, k, ts, rng.randrange(100), i, 0])
+    for _ in range(n // 15):  # duplicated rows: the same values (its own id, to tell them apart)
+        twin = list(rng.choice(rows))
+        twin[0] = len(rows)
+        rows.append(twin)
+    rng.shuffle(rows)
+    batch = 0
+    for arrival, row in enumerate(rows):
+        if arrival and rng.random() < 0.12:
+            batch += 1
+        row[4], row[5] = arrival, batch
+    return [tuple(r) for r in rows]
+
+
+SCHEMA = "id INT, k STRING, ts TIMESTAMP, v INT, arrival INT, batch INT"
+
+
+def _table(spark, name: str, rows: list[tuple]):
+    frame = spark.createDataFrame(rows, SCHEMA)
+    frame.createOrReplaceTempView(name)
+    return frame
+
+
+def _outputs(sw, spark, query: str, table, source, mode: str, tmp_path, late_name: str):
+    """(result rows as dicts, late / rejected rows as dicts, the stream's status or None)."""
+    if mode == "replay":
+        result = sw.sql(query)
+        late = spark.table(late_name)
+        return ([r.asDict(recursive=True) for r in result.collect()],
+                [r.asDict(recursive=True) for r in late.collect()], None)
+    fed = feed_stream(sw, query, table, source, "batch", "arrival", workdir=str(tmp_path / mode), late=True,
+                      restart_after=2)
+    names = fed.schema.fieldNames()
+    late_names = fed.late_schema.fieldNames() if fed.late_schema is not None else []
+    status = fed.status
+    return ([_as_dict(dict(zip(names, r))) for r in fed.rows],
+            [_as_dict(dict(zip(late_names, r))) for r in fed.late_rows], status)
+
+
+def _as_dict(row: dict) -> dict:
+    return {k: (v.asDict(recursive=True) if hasattr(v, "asDict") else v) for k, v in row.items()}
+
+
+def _final_ids(results: list[dict], discarding: bool) -> Counter:
+    """The ids each window finally holds: every firing's (DISCARDING), else the last firing's that is
+    not a retraction (ACCUMULATING, RETRACTING, FINAL)."""
+    if discarding:
+        return Counter(i for r in results for i in r["ids"])
+    last: dict = {}
+    for r in sorted(results, key=lambda r: r["emit_seq"]):
+        window = (r.get("k"), r["window_start"], r["window_end"])
+        if r["op"] in ("-U", "-D"):
+            last.pop(window, None) if r["op"] == "-D" else None
+            continue
+        last[window] = r["ids"]
+    return Counter(i for ids in last.values() for i in ids)
+
+
+def _check_accounted(rows: list[tuple], windowed: Counter, late: list[dict], exact: bool,
+                     id_of=lambda r: r["id"]) -> None:
+    ids = Counter(r[0] for r in rows)
+    late_ids = Counter(id_of(r) for r in late if r["reason"] == "late")
+    rejected = Counter(id_of(r) for r in late if r["reason"] != "late")
+    assert rejected.keys().isdisjoint(windowed.keys()) and rejected.keys().isdisjoint(late_ids.keys())
+    assert all(count == 1 for count in rejected.values())
+    if exact:  # each row once: in one window, late, or rejected
+        assert windowed + late_ids + rejected == ids
+    else:  # a HOP row: in its windows and / or late for the others
+        assert set(windowed) | set(late_ids) | set(rejected) == set(ids)
+    expected_rejected = {r[0] for r in rows if r[1] is None or r[2] is None}
+    assert set(rejected) == expected_rejected
+
+
+SINGLE = {
+    # name: (window function, PARTITION BY, EMIT, exact: each row in at most one window)
+    "tumble_final": ("TUMBLE", "PARTITION BY k ", "EMIT FINAL", True),
+    "tumble_stream_clock_accumulating": ("TUMBLE", "", "EMIT EARLY EVERY 2 ROWS ACCUMULATING", True),
+    "tumble_discarding": ("TUMBLE", "PARTITION BY k ", "EMIT EARLY EVERY 3 ROWS DISCARDING", True),
+    "tumble_retracting": ("TUMBLE", "PARTITION BY k ", "EMIT EARLY EVERY 2 ROWS RETRACTING", True),
+    "tumble_changes": ("TUMBLE", "", "EMIT CHANGES", True),
+    "session_final": ("SESSION", "PARTITION BY k ", "EMIT FINAL", True),
+    "hop_final": ("HOP", "PARTITION BY k ", "EMIT FINAL", False),
+}
+
+
+def _single_query(shape: str, table: str, late: str) -> str:
+    function, partition, emit, _ = SINGLE[shape]
+    size = {"TUMBLE": "INTERVAL 5 MINUTES", "HOP": "INTERVAL 2 MINUTES, INTERVAL 5 MINUTES",
+            "SESSION": "INTERVAL 3 MINUTES"}[function]
+    return (f"SELECT k, window_start, window_end, count(*) AS n, collect_list(id) AS ids "
+            f"FROM {function}(TABLE {table} {partition}WATERMARK ts DELAY OF INTERVAL 1 MINUTE {ARRIVAL}, "
+            f"DESCRIPTOR(ts), {size}) GROUP BY k, window_start, window_end {emit} LATE ROWS INTO {late}")
+
+
+# A stream each of: the general runtime's changelog, a merging window, a window per several rows.
+STREAMED_IN_CI = {"tumble_retracting", "session_final", "hop_final", "FULL", "INNER"}
+
+
+def _modes(shape: str) -> tuple[str, ...]:
+    return ("replay", "stream") if SEEDS > 1 or shape in STREAMED_IN_CI else ("replay",)
+
+
+CASES = [(shape, mode, 100 + i * 17 + seed) for i, shape in enumerate(SINGLE) for mode in _modes(shape)
+         for seed in range(SEEDS)]
+
+
+@pytest.mark.parametrize("shape, mode, seed", CASES)
+def test_one_aggregation_accounts_for_every_row(sw, spark, tmp_path, shape, mode, seed):
+    rows = _stream(random.Random(seed), 70)
+    table = _table(spark, "cons_ev", rows)
+    query = _single_query(shape, "cons_ev", "cons_late")
+    results, late, status = _outputs(sw, spark, query, table, "cons_ev", mode, tmp_path, "cons_late")
+    assert results  # the stream windowed something
+    discarding = "DISCARDING" in SINGLE[shape][2]
+    _check_accounted(rows, _final_ids(results, discarding), late, exact=SINGLE[shape][3])
+    if status is not None:
+        assert status["rows"] == len(rows)
+        assert status["rejected_rows"] == sum(1 for r in late if r["reason"] != "late")
+        assert status["late_rows"] == sum(1 for r in late if r["reason"] == "late")
+
+
+def test_a_vectorised_stream_counts_every_row(sw, spark, tmp_path):
+    # count(*) only: the vectorised runtime (segments). Sum of the windows' counts + late + rejected = rows.
+    rows = _stream(random.Random(5), 90)
+    table = _table(spark, "cons_vec", rows)
+    query = ("SELECT k, window_start, window_end, count(*) AS n FROM TUMBLE(TABLE cons_vec PARTITION BY k "
+             f"WATERMARK ts DELAY OF INTERVAL 1 MINUTE {ARRIVAL}, DESCRIPTOR(ts), INTERVAL 5 MINUTES) "
+             "GROUP BY k, window_start, window_end LATE ROWS INTO cons_vec_late")
+    for mode in ("replay", "stream"):
+        results, late, status = _outputs(sw, spark, query, table, "cons_vec", mode, tmp_path, "cons_vec_late")
+        assert sum(r["n"] for r in results) + len(late) == len(rows), mode
+        assert Counter(r["id"] for r in late) == Counter(r[0] for r in rows if r[0] in {x["id"] for x in late})
+        if status is not None:
+            assert (status["rows"], status["late_rows"] + status["rejected_rows"]) == (len(rows), len(late))
+
+
+JOINS = ["FULL", "LEFT", "RIGHT", "INNER"]
+
+
+@pytest.mark.parametrize("kind, mode", [(kind, mode) for kind in JOINS for mode in _modes(kind)])
+def test_a_join_accounts_for_every_row_of_each_side(sw, spark, tmp_path, kind, mode):
+    rng = random.Random(hash(kind) % 1000)
+    left, right = _stream(rng, 50, keys=("a", "b")), _stream(rng, 40, keys=("a", "b"))
+    right = [(r[0] + 1000, *r[1:]) for r in right]  # ids apart from the left side's
+    tables = {"cons_l": _table(spark, "cons_l", left), "cons_r": _table(spark, "cons_r", right)}
+    tvf = ("TUMBLE(TABLE {t} PARTITION BY k WATERMARK ts DELAY OF INTERVAL 1 MINUTE " + ARRIVAL
+           + ", DESCRIPTOR(ts), INTERVAL 5 MINUTES)")
+    query = (f"SELECT l.id AS lid, r.id AS rid, coalesce(l.window_start, r.window_start) AS ws "
+             f"FROM {tvf.format(t='cons_l')} l {kind} JOIN {tvf.format(t='cons_r')} r "
+             "ON l.k = r.k AND l.window_start = r.window_start AND l.window_end = r.window_end "
+             "LATE ROWS INTO cons_join_late")
+    if mode == "replay":
+        results, late, status = _outputs(sw, spark, query, None, None, mode, tmp_path, "cons_join_late")
+    else:
+        results, late, status = _outputs(sw, spark, query, tables, None, mode, tmp_path, "cons_join_late")
+    for side, rows, column in (("cons_l", left, "lid"), ("cons_r", right, "rid")):
+        mine = [r for r in late if r["side"] == side.removeprefix("cons_")[0]]
+        assert all(r[o] is None for r in mine for o in ("l", "r") if o != side[-1])  # the row on its side only
+        joined = Counter({i: 1 for i in {r[column] for r in results if r[column] is not None}})
+        preserved = kind == "FULL" or (kind == "LEFT" and column == "lid") or (kind == "RIGHT" and column == "rid")
+        if preserved:  # every on-time row of a preserved side is in the result (matched or padded)
+            _check_accounted(rows, joined, mine, exact=True, id_of=lambda r, s=side[-1]: r[s]["id"])
+        else:  # a row of the other side may find no partner: in the result only if it did
+            placed = Counter(r[side[-1]]["id"] for r in mine)
+            assert set(joined).isdisjoint(placed) and (set(joined) | set(placed)) <= {r[0] for r in rows}
+            assert all(count == 1 for count in placed.values())
+            assert {r[side[-1]]["id"] for r in mine if r["reason"] != "late"} == \
+                {r[0] for r in rows if r[1] is None or r[2] is None}
+    if status is not None:
+        assert status["rows"] == len(left) + len(right)
+        assert status["late_rows"] + status["rejected_rows"] == len(late)
+
+
+def test_a_chain_accounts_for_every_row_at_each_stage(sw, spark, tmp_path):
+    rows = _stream(random.Random(11), 80)
+    table = _table(spark, "cons_chain", rows)
+    query = ("WITH per_key AS (SELECT k, window_start, window_end, window_time, count(*) AS n "
+             f"FROM TUMBLE(TABLE cons_chain PARTITION BY k WATERMARK ts DELAY OF INTERVAL 1 MINUTE {ARRIVAL}, "
+             "DESCRIPTOR(ts), INTERVAL 5 MINUTES) GROUP BY k, window_start, window_end, window_time) "
+             "SELECT window_start, window_end, sum(n) AS total FROM TUMBLE(TABLE per_key, DESCRIPTOR(window_time), "
+             "INTERVAL 10 MINUTES) GROUP BY window_start, window_end LATE ROWS INTO cons_chain_late")
+    for mode in ("replay", "stream"):
+        results, late, status = _outputs(sw, spark, query, table, "cons_chain", mode, tmp_path, "cons_chain_late")
+        first = [r for r in late if r["stage"] == 1]
+        second = [r for r in late if r["stage"] == 2]
+        assert all(r["upstream_row"] is None for r in first) and all(r["upstream_row"] for r in second)
+        windowed = sum(r["total"] for r in results) + sum(r["upstream_row"]["n"] for r in second)
+        assert windowed + len(first) == len(rows), mode
+        assert Counter(r["id"] for r in first) <= Counter(r[0] for r in rows)
+        assert {r["id"] for r in first if r["reason"] != "late"} == {r[0] for r in rows if r[1] is None or r[2] is None}
+        if status is not None:
+            assert status["rows"] == len(rows)
+            assert status["stages"][1] == {"late": sum(1 for r in first if r["reason"] == "late"),
+                                           "rejected": sum(1 for r in first if r["reason"] != "late")}
