@@ -303,3 +303,32 @@ def test_every_aggregate_takes_a_filter(sw, filtered, window, replay):
     assert set(rows) == {"a", "b"}
     for i, (sql, a, b) in enumerate(aggregates):
         assert (rows["a"][f"a{i}"], rows["b"][f"a{i}"]) == (a, b), sql
+
+
+# -- WHERE around a data-dependent window ---------------------------------------------------------
+
+WHERE_ROWS = [("a", 0, 1, 0), ("a", 20, None, 1), ("a", 40, 3, 2), ("b", 0, None, 3), ("b", 100, 5, 4),
+              ("a", 200, None, 5)]
+
+
+@pytest.mark.parametrize("function, expected", [
+    # SQL's window function reads every row of its table, WHERE then keeps rows of its windows: a's
+    # rows at 0 s, 20 s (v NULL) and 40 s are one session with a 25 s gap (the NULL row bridges
+    # them), of which WHERE keeps two; b's session at 0 s and a's at 200 s keep no row: no group.
+    # A replay used to filter first, and split a's session in two.
+    ("SESSION(TABLE wv {opt}, DESCRIPTOR(ts), INTERVAL 25 SECONDS)",
+     [("a", "00:00:00", "00:01:05", 2, 4), ("b", "00:01:40", "00:02:05", 1, 5)]),
+    # Two rows a window in arrival order per key: a's (seq 0, 1) and (2, 5), b's (3, 4).
+    ("COUNT_WINDOW(TABLE wv {opt} ORDER BY seq, 2)", [("a", "0", "1", 1, 1), ("a", "2", "5", 1, 3),
+                                                      ("b", "3", "4", 1, 5)]),
+])
+def test_where_keeps_rows_of_the_windows_every_row_formed(sw, spark, function, expected):
+    base = dt.datetime(2024, 1, 1)
+    spark.createDataFrame([(k, base + dt.timedelta(seconds=s), v, seq) for k, s, v, seq in WHERE_ROWS],
+                          "k STRING, ts TIMESTAMP, v INT, seq INT").createOrReplaceTempView("wv")
+    query = ("SELECT k, CAST(window_start AS STRING) AS ws, CAST(window_end AS STRING) AS we, count(*) AS n, "
+             f"sum(v) AS s FROM {function} WHERE v IS NOT NULL GROUP BY k, window_start, window_end")
+    replay = "PARTITION BY k WATERMARK ts DELAY OF INTERVAL 1 HOUR WITH (arrival_order = seq)"
+    for options in ("PARTITION BY k", replay):
+        rows = sorted((r.k, r.ws[-8:], r.we[-8:], r.n, r.s) for r in sw.sql(query.format(opt=options)).collect())
+        assert rows == expected, options

@@ -32,6 +32,7 @@ from sqlwin.sql.plan import (
     CountWindow,
     GlobalWindow,
     QueryPlan,
+    Session,
     Slide,
     WindowAggregation,
     WindowRelation,
@@ -80,6 +81,7 @@ class StatefulQuery:
     bucket_count: int
     bucket_ids: tuple[int, ...] = ()  # the id of each bucket (default 0 .. bucket_count-1)
     carry: bool = False  # a chain's second stage: its input carries the first stage's records (CARRY)
+    where_guard: int | None = None  # the aggregate counting a window's rows WHERE keeps (prepare_stateful)
 
     # -- step 1 ------------------------------------------------------------------------
 
@@ -141,6 +143,9 @@ class StatefulQuery:
         having = select.args.get("having")
         condition = self._rewrite(_with_aliases_expanded(having.this.copy(), select, self.plan)).sql(dialect="spark") \
             if having else None
+        if self.where_guard is not None:  # a window none of whose rows WHERE keeps gives no row
+            guard = f"__agg{self.where_guard} > 0"
+            condition = f"({condition}) AND {guard}" if condition else guard
         if carry:
             system.append(CARRY)
             condition = f"{CARRY} IS NOT NULL OR ({condition})" if condition else None
@@ -261,7 +266,18 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
     keys = list(agg.group_keys)
     clock_positions = _clock_positions(plan, rel, keys)
     aggregate_nodes = _aggregate_nodes(plan, agg)
-    specs, arguments = _aggregate_specs(plan, aggregate_nodes)
+    where = plan.ast.args.get("where")
+    # A data-dependent window (SESSION, COUNT_WINDOW, SLIDE) is formed from every row of its table, as
+    # SQL's window function reads them; WHERE then keeps rows of the windows (as over a finished
+    # table): it filters every aggregate, and a window none of whose rows it keeps gives no row
+    # (`where_guard`: a count of the rows it keeps). Other windows do not depend on their rows:
+    # WHERE filters the rows before they reach the runtime.
+    inside = where is not None and isinstance(rel.windower, (Session, CountWindow, Slide))
+    computed = aggregate_nodes
+    if inside:
+        guard = exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=where.this.copy()))
+        computed = [_filtered(node, where.this) for node in aggregate_nodes] + [guard]
+    specs, arguments = _aggregate_specs(plan, computed)
     watermark = rel.watermark
     if clock_positions == () or (clock_positions is not None and clock_positions != tuple(range(len(keys)))):
         watermark = dataclasses.replace(watermark, scope="stream")  # one clock per runtime
@@ -291,8 +307,7 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
     )
     with_ = plan.ast.args.get("with_")
     with_sql = f"{with_.sql(dialect='spark')} " if with_ else ""
-    where = plan.ast.args.get("where")
-    condition = where.this.sql(dialect="spark") if where is not None else None
+    condition = where.this.sql(dialect="spark") if where is not None and not inside else None
     if carry:
         condition = f"{CARRY} IS NOT NULL OR ({condition})" if condition else None
     source_sql = f"FROM {_source_sql(rel)}" + (f" WHERE {condition}" if condition else "")
@@ -313,7 +328,16 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
         source_sql=source_sql, with_sql=with_sql, key_sql=keys,
         bucket_count=bucket_count if clock_keys else 1,
         bucket_ids=tuple(bucket_ids)[:bucket_count if clock_keys else 1], carry=carry,
+        where_guard=len(aggregate_nodes) if inside else None,
     )
+
+
+def _filtered(node: exp.Expr, condition: exp.Expr) -> exp.Expr:
+    """`node` FILTER (WHERE condition), AND-ed with a FILTER of its own."""
+    if isinstance(node, exp.Filter):
+        both = exp.and_(node.expression.this.copy(), condition.copy())
+        return exp.Filter(this=node.this.copy(), expression=exp.Where(this=both))
+    return exp.Filter(this=node.copy(), expression=exp.Where(this=condition.copy()))
 
 
 def _reads_stage(rel: WindowRelation) -> bool:
