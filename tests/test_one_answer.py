@@ -332,3 +332,35 @@ def test_where_keeps_rows_of_the_windows_every_row_formed(sw, spark, function, e
     for options in ("PARTITION BY k", replay):
         rows = sorted((r.k, r.ws[-8:], r.we[-8:], r.n, r.s) for r in sw.sql(query.format(opt=options)).collect())
         assert rows == expected, options
+
+
+def test_a_join_over_timestamp_ntz_in_another_zone_is_the_same_in_replay_and_over_a_finished_table(sw, spark):
+    """A windowed join read TIMESTAMP_NTZ values through the session time zone (unix_micros casts to
+    TIMESTAMP first): in Los Angeles a wall time in the hour 2024-03-10's clocks skip came back an hour
+    off. Both sides' NTZ values and window bounds now stay wall-clock times in every mode."""
+    base = dt.datetime(2024, 3, 10, 1, 50)
+    left = [("k", base + dt.timedelta(minutes=m), m, i) for i, m in enumerate((0, 15, 40, 70))]  # 02:05 .. 03:00
+    right = [("k", base + dt.timedelta(minutes=m), m * 10, 10 + i) for i, m in enumerate((5, 45, 65))]
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    try:
+        spark.createDataFrame(left, "k STRING, ts TIMESTAMP_NTZ, v INT, seq INT").createOrReplaceTempView("ntz_l")
+        spark.createDataFrame(right, "k STRING, ts TIMESTAMP_NTZ, w INT, seq INT").createOrReplaceTempView("ntz_r")
+        query = ("SELECT l.k, l.window_start, l.ts, l.v, r.ts AS rts, r.w FROM TUMBLE(TABLE ntz_l {o}, DESCRIPTOR(ts), "
+                 "INTERVAL 30 MINUTES) l JOIN TUMBLE(TABLE ntz_r {o}, DESCRIPTOR(ts), INTERVAL 30 MINUTES) r "
+                 "ON l.k = r.k AND l.window_start = r.window_start AND l.window_end = r.window_end")
+        complete = sw.sql(query.format(o=""))
+        replay = sw.sql(query.format(o="WATERMARK ts DELAY OF INTERVAL 1 HOUR WITH (arrival_order = seq)"))
+        assert [f.dataType.simpleString() for f in replay.schema.fields[1:3]] == ["timestamp_ntz"] * 2
+        rows = sorted(tuple(r)[:6] for r in replay.collect())
+        assert rows == sorted(tuple(r) for r in complete.collect())
+        # Worked out from the wall times: [01:30, 02:00) holds l 01:50 and r 01:55; [02:00, 02:30) l 02:05
+        # alone; [02:30, 03:00) l 02:30 with r 02:35 and r 02:55; [03:00, 03:30) l 03:00 alone.
+        expected = [("k", dt.datetime(2024, 3, 10, 1, 30), base, 0, base + dt.timedelta(minutes=5), 50),
+                    ("k", dt.datetime(2024, 3, 10, 2, 30), base + dt.timedelta(minutes=40), 40,
+                     base + dt.timedelta(minutes=45), 450),
+                    ("k", dt.datetime(2024, 3, 10, 2, 30), base + dt.timedelta(minutes=40), 40,
+                     base + dt.timedelta(minutes=65), 650)]
+        assert rows == expected
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)

@@ -201,7 +201,8 @@ def _join_rejected_rows_sql(plan: QueryPlan, lowered: exp.Expr) -> str:
     with_ = lowered.args.get("with_") if isinstance(lowered, exp.Query) else None
     prefix = f"{with_.sql(dialect=_LoweringDialect, comments=False)} " if with_ is not None else ""
     first = join.sides[0].time
-    late_by, bound = ("BIGINT", "BIGINT") if first.kind == "epoch_ms" else ("INTERVAL DAY TO SECOND", "TIMESTAMP")
+    late_by, bound = ("BIGINT", "BIGINT") if first.kind == "epoch_ms" else (
+        "INTERVAL DAY TO SECOND", "TIMESTAMP_NTZ" if first.ntz else "TIMESTAMP")
     structs = [f"STRUCT<{', '.join(f'{quote_identifier(c)}: {kind}' for c, kind in side.columns.items())}>"
                for side in join.sides]
     selects = []

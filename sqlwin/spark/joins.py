@@ -21,7 +21,7 @@ from sqlwin.errors import SqlwinUnsupportedError, SqlwinValidationError
 from sqlwin.runtime.model import AggregateSpec, JoinSpec
 from sqlwin.spark.operator import OperatorConfig
 from sqlwin.spark.stateful import StatefulQuery, _source_sql
-from sqlwin.sql.plan import QueryPlan, TimeColumn, node_position
+from sqlwin.sql.plan import QueryPlan, TimeColumn, micros_timestamp_sql, node_position, timestamp_micros_sql
 from sqlwin.sql.text import quote_identifier
 
 WINDOW_BOUNDS = ("window_start", "window_end", "window_time")
@@ -171,8 +171,10 @@ class JoinQuery(StatefulQuery):
 
 
 def _to_runtime(sql: str, kind: str) -> str:
+    """A side's value as the runtime carries it: TIMESTAMP (and TIMESTAMP_NTZ, in no zone) as epoch
+    microseconds, DATE as days."""
     if kind.startswith("timestamp"):
-        return f"unix_micros({sql})"
+        return timestamp_micros_sql(sql, kind.startswith("timestamp_ntz"))
     if kind == "date":
         return f"unix_date({sql})"
     return sql
@@ -183,10 +185,8 @@ def _runtime_type(kind: str) -> str:
 
 
 def _from_runtime(sql: str, kind: str) -> str:
-    if kind.startswith("timestamp_ntz"):
-        return f"CAST(timestamp_micros({sql}) AS TIMESTAMP_NTZ)"
     if kind.startswith("timestamp"):
-        return f"timestamp_micros({sql})"
+        return micros_timestamp_sql(sql, kind.startswith("timestamp_ntz"))
     if kind == "date":
         return f"date_from_unix_date({sql})"
     return sql
@@ -246,14 +246,14 @@ def prepare_join(plan: QueryPlan, mode: str, bucket_count: int, bucket_ids: tupl
         selects.append(f"SELECT {', '.join(parts)} FROM {_source_sql(side)}")
     union = f"({' UNION ALL '.join(selects)}) AS __sides"
     columns = {"__side": "int", **{f"__jk{i}": first.columns.get(k, "") for i, k in enumerate(join.keys[0])},
-               "__ts": "bigint" if first.time.kind == "epoch_ms" else "timestamp"}
+               "__ts": "bigint" if first.time.kind == "epoch_ms" else "timestamp_ntz" if first.time.ntz else "timestamp"}
     for option in ARRIVAL:
         if option in first.options:
             columns[f"__{option}"] = first.columns.get(first.options[option], "")
     options = {option: f"__{option}" for option in ARRIVAL if option in first.options}
     relation = dataclasses.replace(
         first, source=union, source_alias=None, columns=columns, partition_by=(), order_by=(),
-        time=TimeColumn("__ts", first.time.kind), options=options)
+        time=TimeColumn("__ts", first.time.kind, ntz=first.time.ntz), options=options)
     per_key = all(side.partition_by for side in sides)
     watermark = dataclasses.replace(first.watermark, sides=len(sides), scope="key" if per_key else "stream")
     emit = plan.emit
