@@ -107,13 +107,15 @@ class Case:
     check: str  # "same windows" | "count windows"
 
 
-def cases(F, arrival_order: bool) -> list[Case]:
+def cases(F, arrival_order: bool, one_clock: bool = False) -> list[Case]:
     """The three window kinds. `arrival_order`: the source names its arrival column, WITH
-    (arrival_order = seq) (`seq` is each row's position in the stream, as a Kafka offset)."""
+    (arrival_order = seq) (`seq` is each row's position in the stream, as a Kafka offset).
+    `one_clock`: no PARTITION BY, one watermark for the stream (as native Spark's), GROUP BY k."""
     agg = "k, window_start, window_end, count(*) AS n, avg(v) AS avg_v"
     group = "GROUP BY k, window_start, window_end"
     arrival = " WITH (arrival_order = seq)" if arrival_order else ""
-    table = f"TABLE events PARTITION BY k WATERMARK ts DELAY OF INTERVAL {DELAY.upper()}{arrival}"
+    partition = "" if one_clock else "PARTITION BY k "
+    table = f"TABLE events {partition}WATERMARK ts DELAY OF INTERVAL {DELAY.upper()}{arrival}"
     gap_us = 30 * 1_000_000
 
     def finish(grouped):
@@ -139,7 +141,7 @@ def cases(F, arrival_order: bool) -> list[Case]:
         # an order (ORDER BY, or WITH (arrival_order = col): --arrival-order) and refuses this.
         # Spark has no count window: the reference is its TUMBLE over the same batches.
         Case("COUNT_WINDOW 10",
-             f"SELECT {agg} FROM COUNT_WINDOW(TABLE events PARTITION BY k{arrival}, 10) {group}",
+             f"SELECT {agg} FROM COUNT_WINDOW(TABLE events {partition.strip()}{arrival}, 10) {group}",
              tumble, "window 1 min (Spark has no count window)", "count windows"),
         # The cost of firings beyond EMIT FINAL (issue 12 part 6), on the TUMBLE case's data, with
         # Spark's TUMBLE as the reference: early firings as the issue writes them (1000 rows: with
@@ -423,6 +425,9 @@ def main() -> None:
     parser.add_argument("--arrival-order", action="store_true",
                         help="name the arrival column in every sqlwin query: TABLE events ... WITH "
                              "(arrival_order = seq). Without it COUNT_WINDOW (no ORDER BY) is refused by sqlwin")
+    parser.add_argument("--one-clock", action="store_true",
+                        help="no PARTITION BY: one watermark for the stream, as native Spark's (issue 22's scale-out "
+                             "cases); run with SQLWIN_MASTER=local[1] / local[2] for the speed-up from 1 to 2 cores")
     parser.add_argument("--verbose", action="store_true",
                         help="print every input batch: wall time and each Spark micro-batch's durationMs")
     parser.add_argument("--keep", action="store_true", help="keep the working directory and print where it is")
@@ -447,14 +452,15 @@ def main() -> None:
         more = generate(spark, files_dir, args.batches, state_batches - args.batches, state_rows, args.keys,
                         args.batches * args.batch_rows) if state_batches else []
         schema = spark.read.parquet(str(files[0])).schema
-        print(f"pyspark {spark.version}, local[2] cores as configured by sqlwin.session, "
+        print(f"pyspark {spark.version}, master {spark.sparkContext.master}, "
               f"{args.shuffle_partitions} shuffle partitions, RocksDB state store")
         print(f"generated {args.batches} micro-batches x {args.batch_rows:,} rows over {args.keys:,} keys"
               + (f" + {len(more)} x {state_rows:,} rows for the state run" if more else "")
               + f" in {time.perf_counter() - started:.1f} s; one minute of event time per batch")
         if args.batch_rows < args.keys:
             print(f"note: {args.batch_rows:,} rows per batch < {args.keys:,} keys: not every key is in every batch")
-        print(f"watermark delay 5 s. sqlwin: a watermark per key (PARTITION BY k); native Spark: one global "
+        scope = "one watermark for the stream (no PARTITION BY)" if args.one_clock else "a watermark per key (PARTITION BY k)"
+        print(f"watermark delay 5 s. sqlwin: {scope}; native Spark: one global "
               f"watermark for the stream. The first {args.warmup_batches} batch(es) of each stream are a "
               f"warm-up, left out of rows/s and latency.")
         print("latency = per input batch, the sum of durationMs.triggerExecution of the micro-batches Spark "
@@ -465,7 +471,7 @@ def main() -> None:
         if args.arrival_order:
             print("--arrival-order: sqlwin queries name the arrival column, TABLE events ... WITH "
                   "(arrival_order = seq), seq = the row's position in the stream")
-        all_cases = cases(F, arrival_order=args.arrival_order)
+        all_cases = cases(F, arrival_order=args.arrival_order, one_clock=args.one_clock)
         started = time.perf_counter()
         if warm_up(spark, sw, schema, all_cases[0], tmp / "warm-up", files[:2]):
             print(f"warm-up (JIT, Python workers): {all_cases[0].name} over {min(2, len(files))} batches "
