@@ -19,7 +19,8 @@ from sqlwin.runtime.accumulation import Accumulation
 from sqlwin.runtime.aggregates import make_aggregates
 from sqlwin.runtime.clock import Clocks
 from sqlwin.runtime.clock import check_watermark as _check_watermark
-from sqlwin.runtime.model import FINAL, ON_TIME, AggregateSpec, BatchResult, Emission, RejectedRow, Row
+from sqlwin.runtime.model import (FINAL, ON_TIME, AggregateSpec, BatchResult, Emission, RejectedRow, Row,
+                                  RuntimeConfigError)
 from sqlwin.runtime.snapshots import SNAPSHOT_VERSION, check_restored_config
 from sqlwin.runtime.triggers import Trigger
 from sqlwin.runtime.triggers import check_emit as _check_emit
@@ -65,8 +66,19 @@ class WindowRuntime:
 
     # -- public API ------------------------------------------------------------------
 
-    def process_batch(self, rows: t.Iterable[Row], batch_time_us: int) -> BatchResult:
-        """Apply one micro-batch (rows in arrival order) that arrived at processing time batch_time_us."""
+    def process_batch(self, rows: t.Iterable[Row], batch_time_us: int,
+                      stream_bounds: t.Mapping[int, tuple[int, int]] | None = None) -> BatchResult:
+        """Apply one micro-batch (rows in arrival order) that arrived at processing time batch_time_us.
+
+        `stream_bounds`: this runtime holds some of the stream's keys (one bucket of several) and the
+        batch's oldest and newest event time over the *whole* stream, per input side ({0: (low,
+        high)} for one input), counting every row with a key and a time. A clock for the stream
+        then commits what one runtime holding every key would (VS-16: a batch's rows are checked
+        against the watermark the previous batches left, so the buckets' batch extremes combine
+        exactly), and an event-time idle timeout judges its keys against the stream's newest time.
+        Rows late for every window are among them, which changes nothing for the newest time (such
+        a row is behind the clock) but would for the oldest: 'min_event_time' cannot combine so.
+        """
         self._check_running()
         out = BatchResult()
         self._advance(batch_time_us, out)  # timers due by now fire before the batch's rows
@@ -126,8 +138,26 @@ class WindowRuntime:
         counts["rows"] += accepted
         counts["late"] += len(out.late)
         counts["unassigned"] += unassigned
+        if stream_bounds:
+            self._take_stream_bounds(stream_bounds, batch)
         self._commit(batch, keys_seen, out)
         return out
+
+    def _take_stream_bounds(self, bounds: t.Mapping[int, tuple[int, int]], batch: dict) -> None:
+        """Widen the batch's clock movers to the whole stream's extremes (see process_batch)."""
+        if self.watermark_spec.strategy == "min_event_time":
+            raise RuntimeConfigError("A 'min_event_time' clock cannot combine buckets' batch extremes",
+                                     hint="one runtime for the whole stream")
+        if bounds:
+            newest = max(high for _, high in bounds.values())
+            self._max_event = newest if self._max_event is None else max(self._max_event, newest)
+        if self._clocks.per_key:
+            return  # each key's clock is the key's own, and all its rows are here
+        sided = self._clocks.sides > 1
+        for side, (low, high) in bounds.items():
+            mover = ((), side) if sided else ()
+            known = batch.get(mover)
+            batch[mover] = [low, high] if known is None else [min(known[0], low), max(known[1], high)]
 
     def advance_processing_time(self, now_us: int) -> BatchResult:
         """Let processing time pass without rows: idle timeouts, processing-time windows, intervals."""

@@ -1,0 +1,172 @@
+"""One clock for the stream, spread over buckets (issue 22, step 1: the runtime).
+
+A stream with one watermark for the stream ran in one runtime (one bucket, one core), because the
+clock needs every row. The rows of a batch are checked against the watermark the previous batches
+left (VS-16) and the clock commits once per batch, so runtimes that each hold some keys and are told
+the whole stream's batch extremes (`process_batch(..., stream_bounds=...)`) must give exactly what
+one runtime holding every key gives: the same emissions, late rows and rejected rows, whatever the
+number of buckets -- including buckets that get no row in a batch (they still close windows).
+
+Random streams (out of order rows, late rows, NULL keys and times) for every window kind the
+general runtime runs, each clock strategy that combines (max_event_time, upstream, bytewax,
+ingestion_time), EMIT FINAL / CHANGES / EARLY ... RETRACTING, an event-time idle timeout with a
+clock per key (judged against the stream's newest time), and a windowed join's two side clocks.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from sqlwin.ir import CountWindow, Hop, Session, Slide, Tumble
+from sqlwin.runtime import AggregateSpec, WindowRuntime
+from sqlwin.runtime.model import RuntimeConfigError
+from sqlwin.sql.plan import EmitSpec, WatermarkSpec
+
+S = 1_000_000
+KEYS = ("a", "b", "c", "d", "e", "f", None)
+
+
+def _stream(rng: random.Random, batches: int = 14):
+    """[(batch time, rows)], rows (key, time, (value,)) with some disorder, late rows and NULLs."""
+    out, clock = [], 0
+    for b in range(batches):
+        rows = []
+        for _ in range(rng.randrange(0, 9)):
+            clock += rng.randrange(0, 4 * S)
+            roll = rng.random()
+            time = None if roll < 0.05 else max(0, clock - rng.randrange(0, 40 * S)) if roll < 0.25 else clock
+            rows.append(((rng.choice(KEYS),), time, (rng.randrange(100),)))
+        out.append(((b + 1) * 3 * S, rows))
+    return out
+
+
+def _bounds(rows, sided: bool) -> dict[int, tuple[int, int]]:
+    """What the buckets are told: per side, the batch's oldest and newest time over rows with a key
+    and a time (as a stream's packing step would compute them per input partition and combine)."""
+    found: dict[int, list[int]] = {}
+    for key, time, values in rows:
+        if time is None or any(k is None for k in key):
+            continue
+        side = values[0] if sided else 0
+        low_high = found.setdefault(side, [time, time])
+        low_high[0], low_high[1] = min(low_high[0], time), max(low_high[1], time)
+    return {side: (low, high) for side, (low, high) in found.items()}
+
+
+def _view(results) -> tuple[Counter, Counter, Counter]:
+    emitted = Counter((e.key, e.window_start, e.window_end, repr(e.values), e.op, e.firing, b)
+                      for b, r in enumerate(results) for e in r.emissions)
+    late = Counter((r.key, r.event_time, r.values, r.late_by_us, r.window_start, b)
+                   for b, res in enumerate(results) for r in res.late)
+    rejected = Counter((r.key, r.event_time, r.values, r.reason, b) for b, res in enumerate(results)
+                       for r in res.rejected)
+    return emitted, late, rejected
+
+
+def _run(make, stream, buckets: int, sided: bool = False):
+    """Every batch through `buckets` runtimes (a key's rows always to the same one), each told the
+    stream's batch extremes; end of input last. Per batch, the buckets' results put together."""
+    runtimes = [make() for _ in range(buckets)]
+    results = []
+    for batch_time, rows in stream + [(None, None)]:
+        merged = type("Merged", (), {})()
+        merged.emissions, merged.late, merged.rejected = [], [], []
+        for b, rt in enumerate(runtimes):
+            if rows is None:
+                out = rt.end_of_input()
+            else:
+                mine = [r for r in rows if hash(r[0]) % buckets == b]
+                out = rt.process_batch(mine, batch_time, _bounds(rows, sided) if buckets > 1 else None)
+            merged.emissions += out.emissions
+            merged.late += out.late
+            merged.rejected += out.rejected
+        results.append(merged)
+    return _view(results)
+
+
+WINDOWS = {"tumble": Tumble(10 * S), "hop": Hop(5 * S, 10 * S), "session": Session(6 * S),
+           "slide": Slide(8 * S), "count": CountWindow(3, 3, timed=True)}
+STRATEGIES = ("max_event_time", "upstream", "bytewax", "ingestion_time")
+EMITS = {"final": EmitSpec(), "changes": EmitSpec(final=False, changes=True),
+         "early_retracting": EmitSpec(early_rows=2, accumulation="RETRACTING")}
+
+
+# Every window kind with each strategy under EMIT FINAL, and with max_event_time under each EMIT mode.
+CASES = [(w, s, e) for w in WINDOWS for s in STRATEGIES for e in EMITS if s == "max_event_time" or e == "final"]
+
+
+@pytest.mark.parametrize("window, strategy, emit", CASES)
+def test_buckets_told_the_streams_extremes_equal_one_runtime(window, strategy, emit):
+    windower = WINDOWS[window]
+
+    def make():
+        return WindowRuntime(windower, WatermarkSpec(delay=2 * S, scope="stream", strategy=strategy),
+                             EMITS[emit], [AggregateSpec("count"), AggregateSpec("collect_list", 0)])
+
+    for seed in range(6):
+        stream = _stream(random.Random(hash((window, strategy, emit, seed)) % 10_000))
+        one = _run(make, stream, 1)
+        assert one[0], "the stream emitted nothing"
+        for buckets in (2, 3, 8):
+            assert _run(make, stream, buckets) == one, (seed, buckets)
+
+
+def test_without_the_streams_extremes_buckets_disagree():
+    # The test can fail: buckets that see only their own rows keep clocks of their own.
+    def make():
+        return WindowRuntime(Tumble(10 * S), WatermarkSpec(delay=2 * S, scope="stream"), EmitSpec(),
+                             [AggregateSpec("count")])
+
+    differs = 0
+    for seed in range(6):
+        stream = _stream(random.Random(seed))
+        one = _run(make, stream, 1)
+        runtimes = [make() for _ in range(3)]
+        results = []
+        for batch_time, rows in stream:
+            for b, rt in enumerate(runtimes):
+                results.append(rt.process_batch([r for r in rows if hash(r[0]) % 3 == b], batch_time))
+        late = sum(len(r.late) for r in results)
+        differs += late != sum(one[1].values())
+    assert differs
+
+
+def test_an_event_time_idle_timeout_judges_each_key_against_the_streams_newest_time():
+    def make():
+        return WindowRuntime(Session(6 * S), WatermarkSpec(delay=2 * S, scope="key", idle_timeout=15 * S,
+                                                           idle_clock="event_time"),
+                             EmitSpec(), [AggregateSpec("count")])
+
+    for seed in range(8):
+        stream = _stream(random.Random(100 + seed))
+        one = _run(make, stream, 1)
+        for buckets in (2, 5):
+            assert _run(make, stream, buckets) == one, (seed, buckets)
+
+
+def test_a_joins_side_clocks_combine_per_side():
+    from sqlwin.runtime.model import JoinSpec
+
+    def make():
+        spec = AggregateSpec("window_join", arg=0, join=JoinSpec(columns=((1,), (1,)), insert="product",
+                                                                   steps=(("full", 0),)))
+        return WindowRuntime(Tumble(10 * S), WatermarkSpec(delay=2 * S, scope="stream", sides=2), EmitSpec(),
+                             [spec])
+
+    for seed in range(6):
+        rng = random.Random(200 + seed)
+        stream = [(t, [(k, time, (rng.randrange(2), v[0])) for k, time, v in rows])
+                  for t, rows in _stream(rng)]
+        one = _run(make, stream, 1, sided=True)
+        for buckets in (2, 4):
+            assert _run(make, stream, buckets, sided=True) == one, (seed, buckets)
+
+
+def test_min_event_time_refuses_to_combine():
+    rt = WindowRuntime(Tumble(10 * S), WatermarkSpec(scope="stream", strategy="min_event_time"), EmitSpec(),
+                       [AggregateSpec("count")])
+    with pytest.raises(RuntimeConfigError):
+        rt.process_batch([(("a",), 5 * S, (1,))], 0, {0: (1 * S, 9 * S)})
