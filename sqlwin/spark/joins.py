@@ -20,7 +20,7 @@ from sqlglot import exp
 from sqlwin.errors import SqlwinUnsupportedError, SqlwinValidationError
 from sqlwin.runtime.model import AggregateSpec, JoinSpec
 from sqlwin.spark.operator import OperatorConfig
-from sqlwin.spark.stateful import StatefulQuery, _source_sql
+from sqlwin.spark.stateful import StatefulQuery, _source_sql, can_spread_clock
 from sqlwin.sql.plan import QueryPlan, TimeColumn, micros_timestamp_sql, node_position, timestamp_micros_sql
 from sqlwin.sql.text import quote_identifier
 
@@ -192,7 +192,8 @@ def _from_runtime(sql: str, kind: str) -> str:
     return sql
 
 
-def prepare_join(plan: QueryPlan, mode: str, bucket_count: int, bucket_ids: tuple[int, ...] = ()) -> JoinQuery:
+def prepare_join(plan: QueryPlan, mode: str, bucket_count: int, bucket_ids: tuple[int, ...] = (),
+                 spread: bool = False) -> JoinQuery:
     join = plan.join
     sides = join.sides
     for clause in ("group", "having", "order", "limit", "qualify"):
@@ -276,12 +277,13 @@ def prepare_join(plan: QueryPlan, mode: str, bucket_count: int, bucket_ids: tupl
     with_sql = f"{with_.sql(dialect='spark')} " if with_ else ""
     if watermark.idle_timeout is not None and watermark.idle_clock == "event_time":
         bucket_count = 1
-    count = bucket_count if per_key else 1
+    spread = spread and not per_key and can_spread_clock(watermark)
+    count = bucket_count if per_key or spread else 1
     return JoinQuery(
         plan=plan, relation=relation, config=config, key_names=[f"__jk{i}" for i in range(keys)],
         argument_sql=argument_sql, aggregate_sql=["__join"], row_columns=[], source_sql=f"FROM {union}",
         with_sql=with_sql, key_sql=[f"__jk{i}" for i in range(keys)], bucket_count=count,
-        bucket_ids=tuple(bucket_ids)[:count], side_columns=side_columns)
+        bucket_ids=tuple(bucket_ids)[:count], side_columns=side_columns, spread=spread and count > 1)
 
 
 def join_result_type(spec: AggregateSpec, types: dict):

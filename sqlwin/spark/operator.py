@@ -13,6 +13,7 @@ beyond what the streaming processor needs (the processor class is created lazily
 
 from __future__ import annotations
 
+import functools
 import pickle
 import typing as t
 from dataclasses import dataclass
@@ -281,14 +282,16 @@ class BucketState:
 
     # -- driving ---------------------------------------------------------------------------
 
-    def process(self, frame: pd.DataFrame, batch_time: int) -> list[BatchResult]:
-        """One micro-batch of this bucket's rows, in arrival order."""
-        if len(frame) == 0:
+    def process(self, frame: pd.DataFrame, batch_time: int, stream_bounds: dict | None = None) -> list[BatchResult]:
+        """One micro-batch of this bucket's rows, in arrival order. `stream_bounds`: the whole
+        stream's batch extremes per side, when the stream's one clock is spread over buckets
+        (the batch then reaches every bucket, with rows of its own or not)."""
+        if len(frame) == 0 and not stream_bounds:
             return []
         self.now = batch_time if self.now is None else max(self.now, batch_time)
         if self.vectorised:
             return [self._runtime(()).process_columns(batch_columns(frame, self.config, self.integral), batch_time)]
-        return self.process_rows(self.rows_of(frame), batch_time)
+        return self.process_rows(self.rows_of(frame), batch_time, stream_bounds)
 
     def process_batches(self, frame: pd.DataFrame, batch_times: list[int]) -> list[tuple[int, list[BatchResult]]]:
         """A run of whole micro-batches (sorted by __batch, then arrival): (batch, results) per batch.
@@ -322,10 +325,10 @@ class BucketState:
         values = list(zip(*value_columns)) if value_columns else [()] * n
         return list(zip(keys, times, values))
 
-    def process_rows(self, rows: list[tuple], batch_time: int) -> list[BatchResult]:
+    def process_rows(self, rows: list[tuple], batch_time: int, stream_bounds: dict | None = None) -> list[BatchResult]:
         c = self.config
         if c.clock_positions is None or c.clock_positions == ():
-            return [self._runtime(()).process_batch(rows, batch_time)]
+            return [self._runtime(()).process_batch(rows, batch_time, stream_bounds)]
         by_clock: dict[tuple, list] = {}
         for row in rows:
             key = row[0]
@@ -381,7 +384,9 @@ class SegmentedBucket:
         else:
             self.state = SegmentedState(vectorised, args, store)
 
-    def process(self, frame: pd.DataFrame, batch_time: int) -> list[BatchResult]:
+    def process(self, frame: pd.DataFrame, batch_time: int, stream_bounds: dict | None = None) -> list[BatchResult]:
+        if stream_bounds:
+            raise RuntimeError("the vectorised runtime does not take the stream's extremes yet: one bucket")
         if len(frame) == 0:
             return []
         return [self.state.process_columns(batch_columns(frame, self.config, self.integral), batch_time)]
@@ -463,7 +468,7 @@ def records_frame(config: OperatorConfig, rows: list[tuple]) -> pd.DataFrame:
 PACKED_SCHEMA = "__bucket INT, __pack BIGINT, __newest BIGINT, __blob BINARY"
 
 
-def pack_rows(batches: t.Iterator["pa.RecordBatch"]) -> t.Iterator["pa.RecordBatch"]:
+def pack_rows(batches: t.Iterator["pa.RecordBatch"], clock: t.Callable | None = None) -> t.Iterator["pa.RecordBatch"]:
     """mapInArrow body: a stream's input rows packed, per Arrow batch and bucket, into one Arrow
     IPC blob each (schema PACKED_SCHEMA).
 
@@ -500,6 +505,64 @@ def pack_rows(batches: t.Iterator["pa.RecordBatch"]) -> t.Iterator["pa.RecordBat
         yield pa.RecordBatch.from_arrays(
             [pa.array(ids, pa.int32()), pa.array(packs, pa.int64()), pa.array(newest, pa.int64()),
              pa.array(blobs, pa.binary())], names=["__bucket", "__pack", "__newest", "__blob"])
+        if clock is not None:  # clock_packer: the batch's extremes, to every bucket
+            extremes = clock(batch)
+            if extremes is not None:
+                yield extremes
+
+
+CLOCK_PACK = -1  # a packed row whose __pack is this carries an input partition's batch extremes
+
+
+def clock_packer(bucket_ids: t.Sequence[int], key_count: int, side_column: str | None):
+    """mapInArrow body for a stream whose one clock is spread over buckets: `pack_rows`, and per
+    input partition and Arrow batch one clock row for *every* bucket, its __blob the partition's
+    oldest and newest event time per side ({side: [low, high]} as JSON) over rows with a key and a
+    time -- the rows that move a clock. Each bucket combines what every partition sent it
+    (`stream_bounds`): the whole stream's extremes, in the same micro-batch, whatever bucket holds
+    the rows, and the same again when Spark runs the batch again (they are a function of its input)."""
+    import json
+
+    import pyarrow.compute as pc
+
+    def extremes(batch: "pa.RecordBatch") -> "pa.RecordBatch | None":
+        import pyarrow as pa
+
+        valid = pc.is_valid(batch.column("__time"))
+        for i in range(key_count):
+            valid = pc.and_(valid, pc.is_valid(batch.column(f"__k{i}")))
+        timed = batch.filter(valid)
+        if timed.num_rows == 0:
+            return None
+        sides = timed.column(side_column).to_numpy(zero_copy_only=False) if side_column else None
+        times = timed.column("__time").to_numpy(zero_copy_only=False).astype(np.int64)
+        bounds = {}
+        for side in (np.unique(sides).tolist() if sides is not None else [0]):
+            mine = times[sides == side] if sides is not None else times
+            bounds[int(side)] = [int(mine.min()), int(mine.max())]
+        blob = json.dumps(bounds).encode()
+        n = len(ids)
+        return pa.RecordBatch.from_arrays(
+            [pa.array(ids, pa.int32()), pa.array([CLOCK_PACK] * n, pa.int64()), pa.nulls(n, pa.int64()),
+             pa.array([blob] * n, pa.binary())], names=["__bucket", "__pack", "__newest", "__blob"])
+
+    ids = list(bucket_ids)
+    return functools.partial(pack_rows, clock=extremes)
+
+
+def stream_bounds_of(packed: pd.DataFrame) -> tuple[pd.DataFrame, dict | None]:
+    """(the data rows, the stream's batch extremes per side combined from the clock rows or None)."""
+    import json
+
+    clock = (packed["__pack"] == CLOCK_PACK).to_numpy()
+    if not clock.any():
+        return packed, None
+    bounds: dict[int, tuple[int, int]] = {}
+    for blob in packed.loc[clock, "__blob"].tolist():
+        for side, (low, high) in json.loads(blob).items():
+            known = bounds.get(int(side))
+            bounds[int(side)] = (low, high) if known is None else (min(known[0], low), max(known[1], high))
+    return packed[~clock], bounds
 
 
 def unpack_rows(packed: pd.DataFrame, columns: list[str]) -> pd.DataFrame:

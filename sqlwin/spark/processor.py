@@ -14,7 +14,7 @@ from pyspark.sql.streaming import StatefulProcessor
 
 from sqlwin.runtime.segments import INDEX, SEGMENT
 from sqlwin.spark.operator import (CARRY, END_OF_INPUT, BucketState, OperatorConfig, SegmentedBucket, carried_records,
-                                   records, records_frame, unpack_rows)
+                                   records, records_frame, stream_bounds_of, unpack_rows)
 
 
 class WindowProcessor(StatefulProcessor):
@@ -50,7 +50,8 @@ class WindowProcessor(StatefulProcessor):
         if len(frame.columns) == len(self.columns):  # Spark may hand columns over as _0, _1, ...
             frame.columns = self.columns
         control = frame["__control"].notna()
-        data = unpack_rows(frame[~control], self.row_columns).sort_values("__order", kind="stable")
+        packed, stream_bounds = stream_bounds_of(frame[~control])
+        data = unpack_rows(packed, self.row_columns).sort_values("__order", kind="stable")
         out: list[tuple] = []
         if CARRY in data.columns:  # an earlier stage's late, rejected and stats records: passed on
             passed = data[CARRY].notna().to_numpy()
@@ -60,7 +61,7 @@ class WindowProcessor(StatefulProcessor):
         now = self._now(timerValues)
         if now is not None and self.config.timers:
             out += records(self.config, bucket.advance(now), None)
-        out += records(self.config, bucket.process(data, self._batch_time(data, now)), None)
+        out += records(self.config, bucket.process(data, self._batch_time(data, now), stream_bounds), None)
         if control.any() and (frame.loc[control, "__control"] == END_OF_INPUT).any():
             out += records(self.config, bucket.end_of_input(), None)
         out.append(bucket.stats_record(int(key[0])))

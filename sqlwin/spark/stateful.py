@@ -82,6 +82,9 @@ class StatefulQuery:
     bucket_ids: tuple[int, ...] = ()  # the id of each bucket (default 0 .. bucket_count-1)
     carry: bool = False  # a chain's second stage: its input carries the first stage's records (CARRY)
     where_guard: int | None = None  # the aggregate counting a window's rows WHERE keeps (prepare_stateful)
+    # One clock for the stream, spread over the buckets by the GROUP BY keys: each bucket is told the
+    # stream's batch extremes (operator.clock_packer). Else such a stream runs in one bucket.
+    spread: bool = False
 
     # -- step 1 ------------------------------------------------------------------------
 
@@ -106,7 +109,7 @@ class StatefulQuery:
 
     def _bucket_sql(self) -> str:
         positions = self.config.clock_positions
-        clock_keys = self.key_sql if positions is None else [self.key_sql[i] for i in positions]
+        clock_keys = self.key_sql if positions is None or self.spread else [self.key_sql[i] for i in positions]
         if not clock_keys or self.bucket_count == 1:
             return str(self.bucket_ids[0]) if self.bucket_ids else "0"
         index = f"pmod(hash({', '.join(clock_keys)}), {self.bucket_count})"
@@ -246,7 +249,7 @@ class StatefulQuery:
 
 
 def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
-                     bucket_ids: tuple[int, ...] = (), carry: bool = False) -> StatefulQuery:
+                     bucket_ids: tuple[int, ...] = (), carry: bool = False, spread: bool = False) -> StatefulQuery:
     """Check that the query has the windowed-aggregation shape and derive everything around the runtime.
 
     `carry`: the second stage of a chain, whose input has the first stage's records in a CARRY
@@ -254,7 +257,7 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
     if plan.join is not None:  # window functions joined per key and window (spark/joins.py)
         from sqlwin.spark.joins import prepare_join
 
-        return prepare_join(plan, mode, bucket_count, bucket_ids)
+        return prepare_join(plan, mode, bucket_count, bucket_ids, spread)
     agg = _require_aggregation(plan, mode)
     rel = agg.relation
     if rel.time is not None and rel.time.kind == "processing_time" and mode == "replay" \
@@ -322,14 +325,24 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
         # A key is idle against the newest event time of the whole stream: every key must be
         # seen by the runtime that judges it, so this mode runs in one bucket.
         bucket_count = 1
+    spread = spread and not clock_keys and bool(keys) and can_spread_clock(watermark)
+    count = bucket_count if clock_keys or spread else 1
     return StatefulQuery(
         plan=plan, relation=rel, config=config, key_names=key_names, argument_sql=arguments,
         aggregate_sql=[_aggregate_identity(n) for n in aggregate_nodes], row_columns=row_columns,
         source_sql=source_sql, with_sql=with_sql, key_sql=keys,
-        bucket_count=bucket_count if clock_keys else 1,
-        bucket_ids=tuple(bucket_ids)[:bucket_count if clock_keys else 1], carry=carry,
-        where_guard=len(aggregate_nodes) if inside else None,
+        bucket_count=count, bucket_ids=tuple(bucket_ids)[:count], carry=carry,
+        where_guard=len(aggregate_nodes) if inside else None, spread=spread and count > 1,
     )
+
+
+def can_spread_clock(watermark) -> bool:
+    """A clock for the stream can be spread over buckets told the stream's batch extremes (see
+    WindowRuntime.process_batch): not 'min_event_time' (a late row must not lower the oldest time,
+    and only the runtime knows which rows are late), and not an event-time idle timeout (it runs
+    in one bucket, see above)."""
+    return watermark.strategy != "min_event_time" and not (
+        watermark.idle_timeout is not None and watermark.idle_clock == "event_time")
 
 
 def _filtered(node: exp.Expr, condition: exp.Expr) -> exp.Expr:

@@ -39,7 +39,8 @@ from pyspark.sql import functions as F
 
 from sqlwin.errors import SqlwinError, SqlwinUnsupportedError, SqlwinUsageError
 from sqlwin.spark.connect import is_connect
-from sqlwin.spark.operator import CARRIED, END_OF_INPUT, PACKED_SCHEMA, OperatorConfig, pack_rows, vectorisable
+from sqlwin.spark.operator import (CARRIED, END_OF_INPUT, PACKED_SCHEMA, OperatorConfig, clock_packer, pack_rows,
+                                   vectorisable)
 from sqlwin.spark.replay import integral_flags, record_schema
 from sqlwin.spark.processor import WindowProcessor
 from sqlwin.spark.stateful import JSON_OPTIONS, STAGE_VIEW, StatefulQuery, check_input_types, prepare_stateful
@@ -324,10 +325,14 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     first = upstream if upstream is not None else plan
     # A query a stream refuses is refused before anything is written into the checkpoint.
     probe = prepare_stateful(first, "streaming", 1)
-    check_input_types(probe, runner.sql(probe.input_sql(arrival=False), query_text).schema)
+    probe_schema = runner.sql(probe.input_sql(arrival=False), query_text).schema
+    check_input_types(probe, probe_schema)
     bucket_ids = _bucket_layout(spark, checkpoint, query_text, buckets)
     buckets = len(bucket_ids)
-    stateful = prepare_stateful(first, "streaming", buckets, bucket_ids)
+    # One clock for the stream: spread over the buckets where the general runtime runs (the
+    # vectorised ones do not take the stream's extremes yet); a chain keeps one bucket per stage.
+    spread = _spread_layout(checkpoint, upstream is None and vectorisable(probe.config, probe_schema) is None)
+    stateful = prepare_stateful(first, "streaming", buckets, bucket_ids, spread=spread)
     if upstream is None:
         _check_restart(checkpoint, query_text, stateful, plan_of)
     else:
@@ -402,7 +407,11 @@ def _window_operator(runner: "SparkRunner", stateful: StatefulQuery, query_text:
     config = stateful.config
     clock = "arrival" if stateful.relation.options.get("arrival_time") else (
         "processing" if config.timers else "none")
-    packed = rows.mapInArrow(pack_rows, PACKED_SCHEMA).withColumn("__control", F.lit(None).cast("string"))
+    packer = pack_rows
+    if stateful.spread:  # every bucket is told the stream's batch extremes
+        side = "__a0" if stateful.plan.join is not None else None
+        packer = clock_packer(stateful.bucket_ids or range(stateful.bucket_count), config.key_count, side)
+    packed = rows.mapInArrow(packer, PACKED_SCHEMA).withColumn("__control", F.lit(None).cast("string"))
     operator_input = packed.unionByName(control, allowMissingColumns=True)
     time_mode = "None"
     if clock == "arrival":
@@ -437,7 +446,9 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
     probe = prepare_stateful(plan, "streaming", 1)
     check_input_types(probe, runner.sql(probe.input_sql(arrival=False), plan.sql).schema)
     count = buckets or runner.shuffle_partitions
-    stateful = prepare_stateful(plan, "streaming", count)
+    probe = prepare_stateful(plan, "streaming", 1)
+    spread = vectorisable(probe.config, runner.sql(probe.input_sql(arrival=False), plan.sql).schema) is None
+    stateful = prepare_stateful(plan, "streaming", count, spread=spread)
     input_sql = stateful.input_sql(arrival=False)
     rows = runner.sql(input_sql, plan.sql)
     config = stateful.config
@@ -453,12 +464,15 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
         clock = "processing time from the wall clock: timers in ProcessingTime mode"
     else:
         clock = "no timers: windows close as event time (the watermark) moves with the rows"
+    spread_note = (" by the GROUP BY keys; one clock for the stream: each input partition also sends every bucket "
+                   "its batch's oldest and newest event time, so every bucket commits the stream's clock"
+                   if stateful.spread else "")
     strategies = [
         (f"streaming: Structured Streaming; each micro-batch's rows packed per bucket (mapInArrow) into "
          f"{stateful.bucket_count} buckets (the session's shuffle partitions at the first start, kept by the "
-         "checkpoint)" if stateful.bucket_count > 1 else
+         f"checkpoint){spread_note}" if stateful.bucket_count > 1 else
          "streaming: Structured Streaming; each micro-batch's rows packed (mapInArrow) into one bucket: one clock "
-         "for the stream, which one operator call judges"),
+         "for the stream, which one operator call judges" + _one_bucket_reason(stateful, vectorised)),
         f"operator: groupBy(bucket).transformWithStateInPandas through {engine}; RocksDB state in the checkpoint",
         f"clock: {clock}",
         "sink: foreachBatch writes <sink>/batch_id=N/ (replaced when Spark re-runs a batch: exactly once)"
@@ -468,6 +482,20 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
         strategies.insert(0, describe_join(plan.join))
     return LoweredQuery(f"{input_sql}\n  -- then, per micro-batch, over the operator's records: "
                         f"{stateful.result_sql('<records>')}", strategies)
+
+
+def _one_bucket_reason(stateful: StatefulQuery, vectorised) -> str:
+    """Why a stream with one clock runs in one bucket."""
+    from sqlwin.spark.stateful import can_spread_clock
+
+    if not stateful.key_sql:
+        return " (no GROUP BY key to spread its rows by)"
+    if not can_spread_clock(stateful.config.watermark):
+        return (" (a 'min_event_time' clock or an event-time idle timeout needs every row in one place: a late row "
+                "must not lower the oldest time, and only the runtime knows which rows are late)")
+    if vectorised:
+        return " (the vectorised runtime does not yet take the stream's clock from other buckets)"
+    return ""
 
 
 def _second_stage(plan: "QueryPlan") -> str:
@@ -813,6 +841,20 @@ def _bucket_layout(spark, checkpoint: str, query_text: str, requested: int | Non
     stored.update({"buckets": len(ids), "bucket_ids": list(ids), "partitions": partitions, "query": query_text})
     _store(checkpoint, stored)
     return ids
+
+
+def _spread_layout(checkpoint: str, wanted: bool) -> bool:
+    """Whether this stream's one clock is spread over its buckets: decided at the first start and
+    kept by the checkpoint, whose state lives where the first start put it (a checkpoint of an
+    earlier version ran such a stream in one bucket, and keeps doing so)."""
+    stored = _stored(checkpoint)
+    if "stream_clock_spread" in stored:
+        return bool(stored["stream_clock_spread"])
+    offsets = Path(checkpoint) / "spark" / "offsets"
+    ran = offsets.is_dir() and any(offsets.iterdir())  # Spark planned a batch: its state is where it is
+    stored["stream_clock_spread"] = spread = wanted and not ran
+    _store(checkpoint, stored)
+    return spread
 
 
 def state_settings(stateful: StatefulQuery) -> dict[str, str]:
