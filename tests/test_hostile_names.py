@@ -245,3 +245,19 @@ def test_a_cte_with_a_hostile_name_in_complete_input_and_replay(sw, two_keys):
     assert _first(sw.sql(base.format(options="")).collect(), 3) == expected
     replayed = sw.sql(base.format(options=" WITH (arrival_order = v)")).collect()
     assert _first(replayed, 3) == expected
+
+
+def test_a_joins_late_rows_keep_a_column_named_with_a_quote(sw, spark):
+    # Names go into the late rows' struct fields and `side` as string literals: quoted, not pasted.
+    import datetime as dt
+
+    base = dt.datetime(2024, 1, 1)
+    for name, rows in (("hq_l", [("k", base, 1, 0), (None, base, 2, 1)]), ("hq_r", [("k", base, 3, 2)])):
+        spark.createDataFrame(rows, "k STRING, ts TIMESTAMP, `it's` INT, seq INT").createOrReplaceTempView(name)
+    query = ("SELECT `o'l`.k, r.`it's` FROM TUMBLE(TABLE hq_l {o}, DESCRIPTOR(ts), INTERVAL 1 MINUTE) `o'l` "
+             "JOIN TUMBLE(TABLE hq_r {o}, DESCRIPTOR(ts), INTERVAL 1 MINUTE) r ON `o'l`.k = r.k "
+             "AND `o'l`.window_start = r.window_start AND `o'l`.window_end = r.window_end LATE ROWS INTO hq_late")
+    for options in ("", "WATERMARK ts DELAY OF INTERVAL 1 MINUTE WITH (arrival_order = seq)"):
+        assert [tuple(r)[:2] for r in sw.sql(query.format(o=options)).collect()] == [("k", 3)]
+        late = [(r.side, r["o'l"]["it's"], r.reason) for r in spark.table("hq_late").collect()]
+        assert late == [("o'l", 2, "null_key")], options

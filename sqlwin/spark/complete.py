@@ -40,7 +40,7 @@ from sqlwin.sql.plan import (
     node_position,
     window_keys,
 )
-from sqlwin.sql.text import identifier_name, quote_identifier
+from sqlwin.sql.text import identifier_name, named_struct, quote_identifier, quote_string
 
 
 @dataclass
@@ -207,13 +207,13 @@ def _join_rejected_rows_sql(plan: QueryPlan, lowered: exp.Expr) -> str:
                for side in join.sides]
     selects = []
     for s, side in enumerate(join.sides):
-        row = ", ".join(f"'{c}', {quote_identifier(c)}" for c in side.columns)
-        per_side = [f"named_struct({row}) AS {quote_identifier(name)}" if o == s else
+        row = named_struct((c, quote_identifier(c)) for c in side.columns)
+        per_side = [f"{row} AS {quote_identifier(name)}" if o == s else
                     f"CAST(NULL AS {structs[o]}) AS {quote_identifier(name)}" for o, name in enumerate(join.names)]
         null_key = " OR ".join(f"{quote_identifier(k)} IS NULL" for k in join.keys[s])
         null_time = f"NOT ({_Time(side.time).present})"
         selects.append(
-            f"SELECT '{join.names[s]}' AS side, {', '.join(per_side)}, CAST(NULL AS {late_by}) AS late_by, "
+            f"SELECT {quote_string(join.names[s])} AS side, {', '.join(per_side)}, CAST(NULL AS {late_by}) AS late_by, "
             f"CAST(NULL AS {bound}) AS window_start, CAST(NULL AS {bound}) AS window_end, "
             f"CASE WHEN {null_key} THEN 'null_key' ELSE 'null_time' END AS reason "
             f"FROM {side.source} WHERE ({null_key}) OR ({null_time})")

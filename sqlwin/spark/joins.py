@@ -22,7 +22,7 @@ from sqlwin.runtime.model import AggregateSpec, JoinSpec
 from sqlwin.spark.operator import OperatorConfig
 from sqlwin.spark.stateful import StatefulQuery, _source_sql, can_spread_clock
 from sqlwin.sql.plan import QueryPlan, TimeColumn, micros_timestamp_sql, node_position, timestamp_micros_sql
-from sqlwin.sql.text import quote_identifier
+from sqlwin.sql.text import identifier_name, named_struct, quote_identifier, quote_string
 
 WINDOW_BOUNDS = ("window_start", "window_end", "window_time")
 ARRIVAL = ("arrival_order", "arrival_batch", "arrival_time")
@@ -55,24 +55,21 @@ class JoinQuery(StatefulQuery):
         return (f"SELECT {', '.join(outputs + system)} FROM {typed} "
                 f"LATERAL VIEW explode(__agg0) __joined AS __t{condition}")
 
-    def late_sql(self, records: str, row_struct: str | None = None) -> str:
-        """Late and rejected rows of a join: `side` names the side each came from (its alias), and a
-        struct column per side, named as the side, holds the row's own columns (NULL on the others),
-        then late_by, the window it missed and the reason, as for one window function."""
-        join = self.plan.join
-        names = join.names
-        side_of = " ".join(f"WHEN {s} THEN '{name}'" for s, name in enumerate(names))
+    def _late_row_columns(self, row_struct: str | None) -> list[str]:
+        """A join's late and rejected rows: `side` names the side each came from (its alias), and a
+        struct column per side, named as the side, holds the row's own columns (NULL on the others);
+        late_sql adds late_by, the window it missed and the reason, as for one window function."""
+        names = self.plan.join.names
+        side_of = " ".join(f"WHEN {s} THEN {quote_string(name)}" for s, name in enumerate(names))
         columns = [f"CASE __r0 {side_of} END AS side"]
         for s, name in enumerate(names):
-            fields = ", ".join(f"'{column}', {_from_runtime(f'__r{position}', kind)}" for (column, kind, _), position
-                               in zip(self.side_columns[s], self.config.aggregates[0].join.columns[s]))
-            columns.append(f"CASE WHEN __r0 = {s} THEN named_struct({fields}) END AS {quote_identifier(name)}")
-        return StatefulQuery.late_sql(self, records).replace("SELECT ", f"SELECT {', '.join(columns)}, ", 1)
+            fields = [(column, _from_runtime(f"__r{position}", kind)) for (column, kind, _), position
+                      in zip(self.side_columns[s], self.config.aggregates[0].join.columns[s])]
+            columns.append(f"CASE WHEN __r0 = {s} THEN {named_struct(fields)} END AS {quote_identifier(name)}")
+        return columns
 
     def late_row_sql(self, source: str, columns: dict[str, str]) -> dict[str, str]:
         """A row of `source` as the late / rejected rows of the first side that reads it."""
-        from sqlwin.sql.text import identifier_name
-
         if not self.config.output_late:
             return {}
         spec = self.config.aggregates[0].join

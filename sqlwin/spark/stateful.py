@@ -42,7 +42,7 @@ from sqlwin.sql.plan import (
 )
 from sqlwin.spark.operator import CARRY, OperatorConfig
 from sqlwin.runtime import AggregateSpec
-from sqlwin.sql.text import identifier_name, quote_identifier
+from sqlwin.sql.text import identifier_name, named_struct, quote_identifier, quote_string
 
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -131,10 +131,9 @@ class StatefulQuery:
                    "__op", "__firing", "__seq", "__batch"]
         if not carry:
             return f"SELECT {', '.join(columns)} FROM {records} WHERE __kind = 'emit'"
-        fields = [*CARRIED_FIELDS, *(f"__r{i}" for i in range(self.config.late_width))]
-        record = ", ".join(f"'{name}', {name}" for name in fields)
-        options = ", ".join(f"'{k}', \"{v}\"" for k, v in JSON_OPTIONS.items())
-        columns.append(f"CASE WHEN __kind <> 'emit' THEN to_json(named_struct({record}), map({options})) END AS {CARRY}")
+        record = named_struct((name, name) for name in (*CARRIED_FIELDS, *(f"__r{i}" for i in range(self.config.late_width))))
+        options = ", ".join(f"{quote_string(k)}, {quote_string(v)}" for k, v in JSON_OPTIONS.items())
+        columns.append(f"CASE WHEN __kind <> 'emit' THEN to_json({record}, map({options})) END AS {CARRY}")
         return f"SELECT {', '.join(columns)} FROM {records}"
 
     def result_sql(self, typed: str, carry: bool = False) -> str:
@@ -166,10 +165,7 @@ class StatefulQuery:
         """Late and rejected rows: the row as it came, how late, the window it missed, why.
         `row_struct`: the row's columns as one struct column of that name (a chain's second stage,
         whose rows are the first stage's results)."""
-        row = [f"__r{i} AS {quote_identifier(name)}" for i, name in enumerate(self.row_columns)]
-        if row_struct is not None:
-            fields = ", ".join(f"'{name}', __r{i}" for i, name in enumerate(self.row_columns))
-            row = [f"named_struct({fields}) AS {quote_identifier(row_struct)}"] if fields else []
+        row = self._late_row_columns(row_struct)
         start, end = (self._to_time("__wstart"), self._to_time("__wend"))
         if self._epoch_ms:
             late_by = "div(__late_by, 1000)"
@@ -178,6 +174,13 @@ class StatefulQuery:
         columns = [*row, f"{late_by} AS late_by", f"{start} AS window_start", f"{end} AS window_end",
                    "__reason AS reason", "__batch"]
         return f"SELECT {', '.join(columns)} FROM {records} WHERE __kind IN ('late', 'rejected')"
+
+    def _late_row_columns(self, row_struct: str | None) -> list[str]:
+        """The late / rejected row's own columns (see late_sql)."""
+        pairs = [(name, f"__r{i}") for i, name in enumerate(self.row_columns)]
+        if row_struct is None:
+            return [f"{value} AS {quote_identifier(name)}" for name, value in pairs]
+        return [f"{named_struct(pairs)} AS {quote_identifier(row_struct)}"] if pairs else []
 
     def late_row_sql(self, source: str, columns: dict[str, str]) -> dict[str, str]:
         """How a row of the table `source` (its `columns`, lower-case name -> name) fills the

@@ -43,7 +43,8 @@ from sqlwin.spark.operator import (CARRIED, END_OF_INPUT, PACKED_SCHEMA, Operato
                                    vectorisable)
 from sqlwin.spark.replay import integral_flags, record_schema
 from sqlwin.spark.processor import WindowProcessor
-from sqlwin.spark.stateful import JSON_OPTIONS, STAGE_VIEW, StatefulQuery, check_input_types, prepare_stateful
+from sqlwin.spark.stateful import (JSON_OPTIONS, STAGE_VIEW, UPSTREAM_ROW, StatefulQuery, can_spread_clock, chain_late,
+                                   check_input_types, prepare_stateful)
 from sqlwin.outputs import claim_sinks, read_metadata, write_json
 from sqlwin.spark import supervision
 from sqlwin.sql.joins import describe_join
@@ -331,7 +332,7 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     buckets = len(bucket_ids)
     # One clock for the stream: spread over the buckets where the general runtime runs (the
     # vectorised ones do not take the stream's extremes yet); a chain keeps one bucket per stage.
-    spread = _spread_layout(checkpoint, upstream is None and vectorisable(probe.config, probe_schema) is None)
+    spread = _spread_layout(checkpoint, upstream is None and _general_runtime(probe, probe_schema))
     stateful = prepare_stateful(first, "streaming", buckets, bucket_ids, spread=spread)
     if upstream is None:
         _check_restart(checkpoint, query_text, stateful, plan_of)
@@ -444,11 +445,10 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
                             [f"stage 1: {s}" for s in inner.strategies if not s.startswith("sink:")]
                             + [_second_stage(plan)])
     probe = prepare_stateful(plan, "streaming", 1)
-    check_input_types(probe, runner.sql(probe.input_sql(arrival=False), plan.sql).schema)
+    probe_schema = runner.sql(probe.input_sql(arrival=False), plan.sql).schema
+    check_input_types(probe, probe_schema)
     count = buckets or runner.shuffle_partitions
-    probe = prepare_stateful(plan, "streaming", 1)
-    spread = vectorisable(probe.config, runner.sql(probe.input_sql(arrival=False), plan.sql).schema) is None
-    stateful = prepare_stateful(plan, "streaming", count, spread=spread)
+    stateful = prepare_stateful(plan, "streaming", count, spread=_general_runtime(probe, probe_schema))
     input_sql = stateful.input_sql(arrival=False)
     rows = runner.sql(input_sql, plan.sql)
     config = stateful.config
@@ -484,10 +484,14 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
                         f"{stateful.result_sql('<records>')}", strategies)
 
 
+def _general_runtime(probe: StatefulQuery, schema) -> bool:
+    """The general runtime runs this query: a clock for the stream may then be spread over the
+    buckets (the vectorised runtimes do not take the stream's extremes yet)."""
+    return vectorisable(probe.config, schema) is None
+
+
 def _one_bucket_reason(stateful: StatefulQuery, vectorised) -> str:
     """Why a stream with one clock runs in one bucket."""
-    from sqlwin.spark.stateful import can_spread_clock
-
     if not stateful.key_sql:
         return " (no GROUP BY key to spread its rows by)"
     if not can_spread_clock(stateful.config.watermark):
@@ -566,8 +570,6 @@ def _late_rows(spark, stateful: StatefulQuery, inner: Stage | None, records: str
     with the first stage's result row as one struct column, each with the stage that judged it."""
     if inner is None:
         return spark.sql(stateful.late_sql(records))
-    from sqlwin.spark.stateful import UPSTREAM_ROW, chain_late
-
     carried = spark.table(records).where(F.col("__kind") == CARRIED) \
         .select(F.from_json("__stats", inner.carried_schema, JSON_OPTIONS).alias("__p"), "__batch") \
         .select("__p.*", "__batch")

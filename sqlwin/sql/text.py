@@ -8,6 +8,8 @@ backtick inside doubled, so no name can end the identifier early and inject SQL.
 
 from __future__ import annotations
 
+import typing as t
+
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
@@ -17,6 +19,17 @@ def quote_identifier(name: str) -> str:
     if not isinstance(name, str):
         raise TypeError(f"an identifier is a str, not {type(name).__name__}")
     return "`" + name.replace("`", "``") + "`"
+
+
+def quote_string(text: str) -> str:
+    """`text` as one Spark SQL string literal (a name used as a value: a struct field, a side's
+    name), written by sqlglot so that quotes and backslashes inside cannot end it early."""
+    return exp.Literal.string(text).sql(dialect="spark")
+
+
+def named_struct(fields: "t.Iterable[tuple[str, str]]") -> str:
+    """Spark SQL `named_struct('name', value, ...)` of (field name, value SQL) pairs."""
+    return f"named_struct({', '.join(f'{quote_string(name)}, {value}' for name, value in fields)})"
 
 
 def identifier_name(sql: str) -> str | None:
