@@ -1,7 +1,7 @@
 """Scale benchmarks of the stateful engine: a growing key space, and replay against complete input.
 
     PYSPARK_PYTHON=.venv/bin/python .venv/bin/python benchmarks/scale.py keys \\
-        [--new-keys 100000] [--batches 10] [--shuffle-partitions 2]
+        [--new-keys 100000] [--batches 10] [--shuffle-partitions 2] [--query tumble|early|join]
     PYSPARK_PYTHON=.venv/bin/python .venv/bin/python benchmarks/scale.py replay \\
         [--rows 2000000 --rows 10000000] [--keys 10000] [--batch-rows 100000]
 
@@ -41,6 +41,21 @@ T0_MS = 1_699_999_980_000
 MINUTE_MS = 60_000
 
 
+_TUMBLE = ("TUMBLE(TABLE {t} PARTITION BY k WATERMARK ts DELAY OF INTERVAL 5 SECONDS, DESCRIPTOR(ts), "
+           "INTERVAL 1 MINUTE)")
+KEY_QUERIES = {
+    # the vectorised runtime
+    "tumble": (f"SELECT k, window_start, window_end, count(*) AS n, avg(v) AS avg_v FROM {_TUMBLE.format(t='events')} "
+               "GROUP BY k, window_start, window_end"),
+    # the general runtime: early firings with retractions, and a windowed join
+    "early": (f"SELECT k, window_start, window_end, count(*) AS n, avg(v) AS avg_v FROM {_TUMBLE.format(t='events')} "
+              "GROUP BY k, window_start, window_end EMIT EARLY EVERY 2 ROWS RETRACTING"),
+    "join": (f"SELECT l.k, l.window_start, l.v, r.seq AS rseq FROM {_TUMBLE.format(t='events')} l "
+             f"JOIN {_TUMBLE.format(t='others')} r ON l.k = r.k AND l.window_start = r.window_start "
+             "AND l.window_end = r.window_end"),
+}
+
+
 def growing_keys(args) -> None:
     spark = sqlwin.session(app_name="sqlwin-scale-keys", shuffle_partitions=args.shuffle_partitions)
     from pyspark.sql import functions as F
@@ -67,17 +82,21 @@ def growing_keys(args) -> None:
         for name, root in roots.items():
             (root / "source").mkdir(parents=True)
             sources[name] = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(root / "source"))
-        query = ("SELECT k, window_start, window_end, count(*) AS n, avg(v) AS avg_v FROM TUMBLE(TABLE events "
-                 "PARTITION BY k WATERMARK ts DELAY OF INTERVAL 5 SECONDS, DESCRIPTOR(ts), INTERVAL 1 MINUTE) "
-                 "GROUP BY k, window_start, window_end")
-        ours = sw.stream(query, sources={"events": sources["sqlwin"]}, sink=str(roots["sqlwin"] / "sink"),
+        query = KEY_QUERIES[args.query]
+        inputs = {"events": sources["sqlwin"]}
+        if args.query == "join":  # the same rows on both sides: every row finds its partner
+            inputs["others"] = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1) \
+                .parquet(str(roots["sqlwin"] / "source"))
+        ours = sw.stream(query, sources=inputs, sink=str(roots["sqlwin"] / "sink"),
                          checkpoint=str(roots["sqlwin"] / "checkpoint")).query
         native = (sources["native"].withWatermark("ts", "5 seconds").groupBy("k", F.window("ts", "1 minute"))
                   .agg(F.count("*").alias("n"), F.avg("v").alias("avg_v"))
                   .writeStream.format("parquet").outputMode("append").option("path", str(roots["native"] / "sink"))
                   .option("checkpointLocation", str(roots["native"] / "checkpoint")).start())
-        print(f"pyspark {spark.version}, local[2], {args.shuffle_partitions} shuffle partitions; "
-              f"{n:,} new keys x 2 rows per micro-batch")
+        print(f"pyspark {spark.version}, {spark.sparkContext.master}, {args.shuffle_partitions} shuffle partitions; "
+              f"{n:,} new keys x 2 rows per micro-batch; sqlwin: {args.query} (native: withWatermark + window, "
+              "the reference)")
+        print(f"   {query}")
         print(f"{'batch':>5}  {'keys':>9}  {'sqlwin s':>8}  {'native s':>8}")
         times = {"sqlwin": [], "native": []}
         for b in range(args.batches):
@@ -152,6 +171,9 @@ def main() -> None:
     keys.add_argument("--new-keys", type=int, default=100_000)
     keys.add_argument("--batches", type=int, default=10)
     keys.add_argument("--shuffle-partitions", type=int, default=2)
+    keys.add_argument("--query", choices=sorted(KEY_QUERIES), default="tumble",
+                      help="tumble: the vectorised runtime; early (EMIT EARLY EVERY 2 ROWS RETRACTING) and join: "
+                           "the general runtime")
     rep = sub.add_parser("replay", help="replay against complete input")
     rep.add_argument("--rows", type=int, action="append")
     rep.add_argument("--keys", type=int, default=10_000)

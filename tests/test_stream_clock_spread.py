@@ -1,11 +1,14 @@
 """One clock for the stream over every bucket (issue 22): the same answer at any parallelism.
 
-A stream with one watermark for the stream (no PARTITION BY) ran in one bucket. Where the general
-runtime runs it, its rows are now spread over the buckets by their GROUP BY keys, and each input
-partition sends every bucket its batch's event-time extremes (operator.clock_packer): each bucket
-commits the stream's clock. A stream of random rows (out of order, late, NULL keys and times) run
-with 2, 4 and 8 buckets and a restart must give exactly its replay's results, late and rejected rows
-(a replay runs one clock in one partition).
+A stream with one watermark for the stream (no PARTITION BY) ran in one bucket, and its replay in
+one partition. Now its rows are spread by their GROUP BY keys (a join's key; each stage's own keys
+in a chain): in a stream each input partition sends every bucket its batch's event-time extremes
+(operator.clock_packer), in a replay every partition replays the batches in which the stream's
+clock moves (replay._with_stream_clock); each bucket commits the stream's clock. Random rows (out
+of order, late, NULL keys and times) for TUMBLE, HOP, SESSION, COUNT_WINDOW, a LEFT join, a chain,
+EMIT CHANGES / EARLY ... RETRACTING, both runtimes and a processing-time idle timeout: the replay over 8
+partitions and the stream with 1, 2, 4 or 8 buckets and a restart give exactly the replay over one
+partition's results, late and rejected rows.
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ import pytest
 from sqlwin.testing import feed_stream
 
 ARRIVAL = "WITH (arrival_order = arrival, arrival_batch = batch)"
+TUMBLE = f"TUMBLE(TABLE {{t}} WATERMARK ts DELAY OF INTERVAL 30 SECONDS {ARRIVAL}, DESCRIPTOR(ts), INTERVAL 2 MINUTES)"
 QUERIES = {
     "tumble changes": ("SELECT k, window_start, window_end, count(*) AS n, collect_list(id) AS ids "
-                       f"FROM TUMBLE(TABLE spread WATERMARK ts DELAY OF INTERVAL 30 SECONDS {ARRIVAL}, DESCRIPTOR(ts), "
-                       "INTERVAL 2 MINUTES) GROUP BY k, window_start, window_end EMIT CHANGES LATE ROWS INTO spread_late"),
+                       f"FROM {TUMBLE.format(t='spread')} GROUP BY k, window_start, window_end EMIT CHANGES "
+                       "LATE ROWS INTO spread_late"),
     "session retracting": ("SELECT k, window_start, window_end, count(*) AS n, max(v) AS top "
                            f"FROM SESSION(TABLE spread WATERMARK ts DELAY OF INTERVAL 20 SECONDS {ARRIVAL}, "
                            "DESCRIPTOR(ts), INTERVAL 40 SECONDS) GROUP BY k, window_start, window_end "
@@ -30,61 +34,121 @@ QUERIES = {
     "hop collect": ("SELECT k, window_start, window_end, collect_list(id) AS ids "
                     f"FROM HOP(TABLE spread WATERMARK ts DELAY OF INTERVAL 10 SECONDS {ARRIVAL}, DESCRIPTOR(ts), "
                     "INTERVAL 1 MINUTE, INTERVAL 3 MINUTES) GROUP BY k, window_start, window_end LATE ROWS INTO spread_late"),
+    # The vectorised runtimes (count / sum / max / avg, EMIT FINAL), their state in segments:
+    "tumble vectorised": ("SELECT k, window_start, window_end, count(*) AS n, sum(v) AS total, avg(v) AS mean "
+                          f"FROM {TUMBLE.format(t='spread')} GROUP BY k, window_start, window_end "
+                          "LATE ROWS INTO spread_late"),
+    "session vectorised": ("SELECT k, window_start, window_end, count(*) AS n, max(v) AS top "
+                           f"FROM SESSION(TABLE spread WATERMARK ts DELAY OF INTERVAL 20 SECONDS {ARRIVAL}, "
+                           "DESCRIPTOR(ts), INTERVAL 40 SECONDS) GROUP BY k, window_start, window_end "
+                           "LATE ROWS INTO spread_late"),
+    "count window": ("SELECT k, window_start, window_end, count(*) AS n, sum(v) AS total "
+                     f"FROM COUNT_WINDOW(TABLE spread WATERMARK ts DELAY OF INTERVAL 30 SECONDS {ARRIVAL}, "
+                     "DESCRIPTOR(ts), 3) GROUP BY k, window_start, window_end LATE ROWS INTO spread_late"),
+    # A windowed join: its rows spread by the join key, a clock per side.
+    "left join": (f"SELECT l.k, l.window_start, l.id AS lid, r.id AS rid FROM {TUMBLE.format(t='spread')} l "
+                  f"LEFT JOIN {TUMBLE.format(t='spread_r')} r ON l.k = r.k AND l.window_start = r.window_start "
+                  "AND l.window_end = r.window_end LATE ROWS INTO spread_late"),
+    # A chain: each stage spread by its own keys, stage 2 told the extremes of stage 1's results.
+    "chain": ("WITH per_key AS (SELECT k, window_start, window_end, window_time, count(*) AS n "
+              f"FROM {TUMBLE.format(t='spread')} GROUP BY k, window_start, window_end, window_time) "
+              "SELECT k, window_start, window_end, sum(n) AS total FROM TUMBLE(TABLE per_key, DESCRIPTOR(window_time), "
+              "INTERVAL 6 MINUTES) GROUP BY k, window_start, window_end LATE ROWS INTO spread_late"),
+    # A processing-time idle timeout (the recorded arrival times): a silent stream closes its windows,
+    # its clock jumping past the last open window of every key -- one bucket, the same answer.
+    "idle": ("SELECT k, window_start, window_end, count(*) AS n, collect_list(id) AS ids "
+             "FROM SESSION(TABLE spread WATERMARK ts DELAY OF INTERVAL 20 SECONDS WITH (arrival_order = arrival, "
+             "arrival_batch = batch, arrival_time = at, idle_timeout = INTERVAL 3 MINUTES), DESCRIPTOR(ts), "
+             "INTERVAL 2 MINUTES) GROUP BY k, window_start, window_end LATE ROWS INTO spread_late"),
+    # An event-time idle timeout with a clock per key: each key judged against the stream's newest time.
+    "idle per key": ("SELECT k, window_start, window_end, count(*) AS n, collect_list(id) AS ids "
+                     "FROM SESSION(TABLE spread PARTITION BY k WATERMARK ts DELAY OF INTERVAL 20 SECONDS WITH ("
+                     "arrival_order = arrival, arrival_batch = batch, idle_timeout = INTERVAL 4 MINUTES, "
+                     "idle_clock = 'event_time'), DESCRIPTOR(ts), INTERVAL 3 MINUTES) GROUP BY k, window_start, "
+                     "window_end LATE ROWS INTO spread_late"),
 }
 
 
-# Each stream costs the suite ~10 s: one each, with 2, 4 and 8 buckets.
-BUCKETS = {"tumble changes": (8,), "session retracting": (2,), "hop collect": (4,)}
+# Each stream costs the suite ~10 s: one each, with 1, 2, 4 or 8 buckets (and a restart).
+BUCKETS = {"tumble changes": 8, "session retracting": 2, "hop collect": 4, "tumble vectorised": 1,
+           "session vectorised": 8, "count window": 2, "left join": 8, "chain": 2, "idle": 2,
+           "idle per key": 8}
 
 
-@pytest.fixture(scope="module")
-def spread_table(spark):
-    rng = random.Random(22)
+def _rows(seed: int, first_id: int) -> list[tuple]:
+    rng = random.Random(seed)
     rows, clock = [], 0
     for i in range(240):
         clock += rng.randrange(0, 20)
         behind = rng.randrange(0, 300) if rng.random() < 0.2 else 0
         ts = None if rng.random() < 0.03 else dt.datetime(2024, 1, 1) + dt.timedelta(seconds=max(0, clock - behind))
-        rows.append((i, rng.choice(["a", "b", "c", "d", "e", "f", None]), ts, rng.randrange(100), i, i // 20))
-    frame = spark.createDataFrame(rows, "id INT, k STRING, ts TIMESTAMP, v INT, arrival INT, batch INT")
-    frame.createOrReplaceTempView("spread")
-    return frame
+        # arrival: 40 s apart, a pause of 5 minutes after batch 5 (a processing-time idle timeout fires)
+        at = dt.datetime(2024, 1, 1) + dt.timedelta(seconds=40 * i + (300 if i // 20 > 5 else 0))
+        rows.append((first_id + i, rng.choice(["a", "b", "c", "d", "e", "f", None]), ts, rng.randrange(100), i,
+                     i // 20, at))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def spread_table(spark):
+    tables = {}
+    for name, seed, first in (("spread", 22, 0), ("spread_r", 23, 1000)):
+        frame = spark.createDataFrame(_rows(seed, first), "id INT, k STRING, ts TIMESTAMP, v INT, arrival INT, batch INT, "
+                                      "at TIMESTAMP")
+        frame.createOrReplaceTempView(name)
+        tables[name] = frame
+    return tables
 
 
 def _key(row) -> str:
     return repr(tuple(sorted(v) if isinstance(v, list) else v for v in row))
 
 
+def _replay(sw, spark, query: str, partitions: int) -> tuple[list, list]:
+    """The replay's results (without emit_seq: each bucket numbers its own) and late rows, with
+    `partitions` shuffle partitions: the one-clock replay spread over that many."""
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    try:
+        replay = sw.sql(query)
+        columns = [c for c in replay.columns if c != "emit_seq"]
+        return (sorted(_key(r) for r in replay.select(*columns).collect()),
+                sorted(_key(r) for r in spark.table("spread_late").collect()))
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
 @pytest.mark.parametrize("shape", QUERIES)
-def test_a_one_clock_stream_gives_its_replays_rows_at_any_parallelism(sw, spark, spread_table, tmp_path, shape):
+def test_a_one_clock_stream_gives_one_answer_at_any_parallelism(sw, spark, spread_table, tmp_path, shape):
     query = QUERIES[shape]
-    replay = sw.sql(query)
-    # Without emit_seq: each bucket numbers its own emissions.
-    columns = [c for c in replay.columns if c != "emit_seq"]
-    expected = sorted(_key(r) for r in replay.select(*columns).collect())
-    expected_late = sorted(_key(r) for r in spark.table("spread_late").collect())
+    expected, expected_late = _replay(sw, spark, query, 1)  # one partition: the reference
     assert expected and expected_late
-    for buckets in BUCKETS[shape]:
-        workdir = tmp_path / f"b{buckets}"
-        fed = feed_stream(sw, query, spread_table, "spread", "batch", "arrival", late=True, buckets=buckets,
-                          restart_after=4, workdir=str(workdir))
-        names = fed.schema.fieldNames()
-        rows = sorted(_key(tuple(v for n, v in zip(names, r) if n != "emit_seq")) for r in fed.rows)
-        assert rows == expected, buckets
-        assert sorted(_key(r) for r in fed.late_rows) == expected_late, buckets
-        stored = json.loads((workdir / "checkpoint" / "sqlwin.json").read_text())
-        assert stored["stream_clock_spread"] is True
-        progress = json.loads((workdir / "checkpoint" / "sqlwin-progress.json").read_text())
-        assert len([b for b in progress if b != "-1"]) == buckets  # every bucket ran, each with its keys
+    assert _replay(sw, spark, query, 8) == (expected, expected_late)  # a replay over 8 partitions
+    buckets = BUCKETS[shape]
+    workdir = tmp_path / f"b{buckets}"
+    tables = {n: spread_table[n] for n in ("spread", "spread_r") if f"TABLE {n} " in query or f"TABLE {n}," in query}
+    fed = feed_stream(sw, query, tables if len(tables) > 1 else tables["spread"], None if len(tables) > 1 else "spread",
+                      "batch", "arrival", late=True, buckets=buckets, restart_after=4, workdir=str(workdir))
+    names = fed.schema.fieldNames()
+    rows = sorted(_key(tuple(v for n, v in zip(names, r) if n != "emit_seq")) for r in fed.rows)
+    assert rows == expected, buckets
+    assert sorted(_key(r) for r in fed.late_rows) == expected_late, buckets
+    stored = json.loads((workdir / "checkpoint" / "sqlwin.json").read_text())
+    assert stored["stream_clock_spread"] is True  # chosen for the checkpoint (used where the clock combines)
+    progress = json.loads((workdir / "checkpoint" / "sqlwin-progress.json").read_text())
+    ran = len([b for b in progress if b != "-1"])
+    # every bucket ran, each with its keys (a chain: two stages; an idle timeout: one bucket)
+    assert ran == {"chain": 2 * buckets, "idle": 1}.get(shape, buckets), ran
 
 
 def test_explain_says_how_a_one_clock_stream_is_spread_or_why_not(sw, spread_table):
+    assert "one clock for the stream: each partition also replays every batch" in str(sw.explain(QUERIES["hop collect"]))
     general = str(sw.explain(QUERIES["tumble changes"], stream=True))
     assert "by the GROUP BY keys; one clock for the stream" in general
     vectorised = str(sw.explain("SELECT k, window_start, window_end, count(*) AS n FROM TUMBLE(TABLE spread WATERMARK ts "
                             "DELAY OF INTERVAL 30 SECONDS, DESCRIPTOR(ts), INTERVAL 2 MINUTES) "
                             "GROUP BY k, window_start, window_end", stream=True))
-    assert "the vectorised runtime does not yet take the stream's clock" in vectorised
+    assert "by the GROUP BY keys; one clock for the stream" in vectorised and "vectorised runtime" in vectorised
     oldest = str(sw.explain("SELECT k, window_start, window_end, collect_list(id) AS ids FROM TUMBLE(TABLE spread "
                         "WATERMARK ts DELAY OF INTERVAL 30 SECONDS WITH (watermark_strategy = 'min_event_time'), "
                         "DESCRIPTOR(ts), INTERVAL 2 MINUTES) GROUP BY k, window_start, window_end", stream=True))
@@ -100,9 +164,10 @@ def test_the_packing_step_sends_every_bucket_the_batchs_extremes_of_rows_that_mo
     batch = pa.RecordBatch.from_pydict({
         "__bucket": pa.array([0, 5, 5, 0, 5], pa.int32()), "__k0": ["a", "b", None, "c", "d"],
         "__time": pa.array([30, 10, 1, None, 50], pa.int64()), "__a0": pa.array([0, 1, 0, 0, 1], pa.int32()),
-        "__ptime": pa.array([None] * 5, pa.int64())})
+        "__ptime": pa.array([None, 3, 7, None, 2], pa.int64())})
     out = pa.Table.from_batches(list(clock_packer([0, 5, 9], 1, "__a0")(iter([batch])))).to_pandas()
     for bucket in (0, 5, 9):
-        rows, bounds = stream_bounds_of(out[out["__bucket"] == bucket])
+        rows, bounds, ptime = stream_bounds_of(out[out["__bucket"] == bucket])
         assert bounds == {0: (30, 30), 1: (10, 50)}  # side 0: a@30 (NULL key, NULL time left out)
+        assert ptime == 7  # the newest arrival time of every row
         assert len(rows) == {0: 1, 5: 1, 9: 0}[bucket]  # its data blob, if it has rows

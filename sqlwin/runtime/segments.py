@@ -101,14 +101,15 @@ def _dumps(value) -> bytes:
 class SegmentedState:
     """One bucket's vectorised runtime state in a Store; `process` / `end_of_input` as the runtime's."""
 
-    def __init__(self, runtime_class, config: tuple, store: Store, segment_keys: int = 65_536,
+    def __init__(self, runtime_class, config: tuple, store: Store, segment_keys: int | None = None,
                  index_part_keys: int = 262_144):
         self.runtime_class = runtime_class
         self.config = tuple(config)
         self.store = store
-        self.segment_keys = segment_keys
+        self.segment_keys = segment_keys or getattr(runtime_class, "SEGMENT_KEYS", 65_536)
         self.index_part_keys = index_part_keys
         self._parts_read: dict[int, t.Any] = {}
+        self.columnar = False  # emissions as EmissionBlocks (the runtime's `columnar`), not objects
         blob = store.get_directory()
         self.fresh = blob is None  # nothing stored yet
         if blob is None:
@@ -133,13 +134,15 @@ class SegmentedState:
         """The state of a whole runtime (a checkpoint of the earlier one-blob layout), in segments."""
         state = cls(type(runtime), runtime.config(), store, **sizes)
         state.dir["globals"] = runtime.globals_state()
-        state._save(runtime, np.empty(0, np.int64), [], key_hashes(runtime._keys))
+        state._save(runtime, np.empty(0, np.int64), [], key_hashes(runtime.key_list()))
         return state
 
     # -- the runtime's API ------------------------------------------------------------------
 
-    def process_columns(self, cols, batch_time_us: int = 0) -> BatchResult:
-        if cols.n == 0:
+    def process_columns(self, cols, batch_time_us: int = 0, stream_bounds=None) -> BatchResult:
+        """`stream_bounds`: the whole stream's batch extremes when its one clock is spread over
+        buckets (the batch then comes with or without rows of this bucket)."""
+        if cols.n == 0 and not stream_bounds:
             return BatchResult()
         self._parts_read = {}
         hashes = key_hashes(cols.keys)
@@ -147,23 +150,26 @@ class SegmentedState:
         wanted = set(np.concatenate(found).tolist()) if found else set()
         if self.dir["open"] is not None:
             wanted.add(self.dir["open"])
-        wanted |= self._due_segments(cols)
+        wanted |= self._due_segments(cols, stream_bounds)
         loaded = sorted(wanted)
         runtime, owner = self._assemble(loaded)
-        known = len(runtime._keys)
-        out = runtime.process_columns(cols, batch_time_us)
+        known = len(runtime.key_list())
+        out = runtime.process_columns(cols, batch_time_us, stream_bounds)
         new_hashes = np.empty(0, np.uint64)
-        if len(runtime._keys) > known:
+        if len(runtime.key_list()) > known:
             hash_of = dict(zip(cols.keys, hashes.tolist()))
-            new_hashes = np.array([hash_of[k] for k in runtime._keys[known:]], np.uint64)
+            new_hashes = np.array([hash_of[k] for k in runtime.key_list()[known:]], np.uint64)
         self._save(runtime, owner, loaded, new_hashes)
         return out
 
-    def process_batch(self, rows, batch_time_us: int) -> BatchResult:
+    def process_batch(self, rows, batch_time_us: int, stream_bounds=None) -> BatchResult:
+        from sqlwin.runtime.keyed import KeyedWindowRuntime, RowBatch
         from sqlwin.runtime.vector import Columns
 
+        if issubclass(self.runtime_class, KeyedWindowRuntime):
+            return self.process_columns(RowBatch.of(list(rows)), batch_time_us, stream_bounds)
         probe = self.runtime_class(*self.config)
-        return self.process_columns(Columns.from_rows(rows, probe._argument_count), batch_time_us)
+        return self.process_columns(Columns.from_rows(rows, probe._argument_count), batch_time_us, stream_bounds)
 
     def end_of_input(self) -> BatchResult:
         runtime, _ = self._assemble(sorted(self.dir["segments"]))
@@ -199,8 +205,8 @@ class SegmentedState:
     def key_watermarks(self) -> list[int]:
         delay = self.config[1].delay
         if self.config[1].scope == "stream":
-            raw = self.dir["globals"]["_stream_raw"]
-            return [] if raw == np.iinfo(np.int64).min else [int(raw) - delay]
+            raw = self.runtime_class.stream_raw(self.dir["globals"])
+            return [] if raw is None else [int(raw) - delay]
         ranges = [s["raw"] for s in self.dir["segments"].values() if s["raw"] is not None]
         if not ranges:
             return []
@@ -232,14 +238,20 @@ class SegmentedState:
                 found.append(np.concatenate([segments[a:b] for a, b in zip(lo.tolist(), hi.tolist())]))
         return found
 
-    def _due_segments(self, cols) -> set[int]:
+    def _due_segments(self, cols, stream_bounds=None) -> set[int]:
         """With one clock for the stream: segments holding a window the batch's clock may close."""
         if self.config[1].scope != "stream":
             return set()
-        raw = self.dir["globals"]["_stream_raw"]
+        raw = self.runtime_class.stream_raw(self.dir["globals"])
         times = cols.time[~cols.time_null & ~cols.key_null]
-        bound = max(int(raw), int(times.max()) if len(times) else int(raw))
-        mark = bound - self.config[1].delay
+        candidates = [raw] if raw is not None else []
+        if len(times):
+            candidates.append(int(times.max()))
+        if stream_bounds:
+            candidates.append(max(int(high) for _, high in stream_bounds.values()))
+        if not candidates:
+            return set()
+        mark = max(candidates) - self.config[1].delay
         return {s for s, info in self.dir["segments"].items()
                 if info["min_end"] is not None and info["min_end"] <= mark}
 
@@ -252,6 +264,7 @@ class SegmentedState:
                 raise RuntimeConfigError(f"Segment {segment} of the state is missing")
             pieces.append(pickle.loads(blob))
         runtime = self.runtime_class.from_pieces(self.config, self.dir["globals"], pieces)
+        runtime.columnar = self.columnar
         owner = np.repeat(np.array(segments, np.int64), [len(p["keys"]) for p in pieces]) \
             if pieces else np.empty(0, np.int64)
         return runtime, owner

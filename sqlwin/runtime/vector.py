@@ -181,19 +181,23 @@ class FixedFinalRuntime:
 
     # -- public API ----------------------------------------------------------------------
 
-    def process_batch(self, rows, batch_time_us: int) -> BatchResult:
-        return self.process_columns(Columns.from_rows(rows, self._argument_count), batch_time_us)
+    def process_batch(self, rows, batch_time_us: int,
+                      stream_bounds: t.Mapping[int, tuple[int, int]] | None = None) -> BatchResult:
+        return self.process_columns(Columns.from_rows(rows, self._argument_count), batch_time_us, stream_bounds)
 
-    def process_columns(self, cols: Columns, batch_time_us: int = 0) -> BatchResult:
+    def process_columns(self, cols: Columns, batch_time_us: int = 0,
+                        stream_bounds: t.Mapping[int, tuple[int, int]] | None = None) -> BatchResult:
+        """One micro-batch. `stream_bounds` as WindowRuntime.process_batch's: this runtime holds
+        some of the stream's keys, and the whole stream's batch extremes move its one clock."""
         if self._ended:
             raise RuntimeError("end_of_input() was already called: this stream has ended")
         out = BatchResult()
-        if cols.n == 0:
+        admitted = self._admit(cols, lambda i: out.rejected) if cols.n else None
+        if admitted is None:
+            if self._take_stream_bounds(stream_bounds):
+                self._close_due(out, None)
             return out
         spec = self.watermark_spec
-        admitted = self._admit(cols, lambda i: out.rejected)
-        if admitted is None:
-            return out
         rows, key_of_row, batch_keys = admitted
         times = cols.time[rows]
         # The watermark each row is checked against: its clock as the batch found it.
@@ -218,10 +222,12 @@ class FixedFinalRuntime:
         self._aggregate(cols, rows, key_of_row[span_row[on_time]], starts[on_time], ends[on_time],
                         span_row[on_time])
         self._commit(key_of_row, times, moves_clock)
+        self._take_stream_bounds(stream_bounds)
         self._close_due(out, None if self._stream else batch_keys)
         return out
 
-    def process_batches(self, cols: Columns, batches: np.ndarray) -> list[tuple[int, BatchResult]]:
+    def process_batches(self, cols: Columns, batches: np.ndarray,
+                        stream_clock: tuple[np.ndarray, np.ndarray] | None = None) -> list[tuple[int, BatchResult]]:
         """Many micro-batches at once: rows sorted by batch (then arrival), `batches` the batch of
         each row. The same as `process_columns` batch by batch, in a few passes over all rows.
 
@@ -230,16 +236,19 @@ class FixedFinalRuntime:
         changes nothing): the clocks of every batch come from one segmented running maximum, and
         each window closes at the first batch whose clock reaches its end. Other strategies run
         batch by batch.
+
+        `stream_clock`: (batches, newest times), ascending: the batches of the run in which the
+        whole stream's clock moves and the newest event time of each over the whole stream, when
+        this runtime holds some of the stream's keys (a replay spread over partitions). Those
+        batches run here too, with rows of this runtime or not: they close windows.
         """
         if self._ended:
             raise RuntimeError("end_of_input() was already called: this stream has ended")
-        if cols.n == 0:
+        clock_batches, clock_times = stream_clock if stream_clock is not None and self._stream else ((), ())
+        if cols.n == 0 and not len(clock_batches):
             return []
-        bounds = np.flatnonzero(np.diff(batches)) + 1
-        starts_at = np.concatenate([[0], bounds])
-        if self.watermark_spec.strategy != "max_event_time" or len(starts_at) == 1:
-            ends_at = np.concatenate([bounds, [cols.n]])
-            return [(int(batches[a]), self.process_columns(cols.take(a, b))) for a, b in zip(starts_at, ends_at)]
+        if self.watermark_spec.strategy != "max_event_time":
+            return self._by_batch(cols, batches, stream_clock)
         results: dict[int, BatchResult] = {}
 
         def result(batch) -> BatchResult:
@@ -248,25 +257,36 @@ class FixedFinalRuntime:
                 out = results[batch] = BatchResult()
             return out
 
-        admitted = self._admit(cols, lambda i: result(int(batches[i])).rejected)
-        if admitted is None:
+        admitted = self._admit(cols, lambda i: result(int(batches[i])).rejected) if cols.n else None
+        if admitted is None and not len(clock_batches):
             return sorted(results.items())
-        rows, key_of_row, _ = admitted
+        rows, key_of_row, _ = admitted if admitted is not None else (np.empty(0, np.int64),) * 3
         times, batch = cols.time[rows], batches[rows]
-        owner = np.zeros(len(rows), np.int64) if self._stream else key_of_row
-        # Groups: one per (owner, batch), in owner then batch order; each knows its newest time
-        # and the clock before it (the running maximum of its owner's earlier groups).
-        order = np.lexsort((np.arange(len(rows)), batch, owner))
-        o_sorted, b_sorted = owner[order], batch[order]
-        new_group = np.ones(len(rows), bool)
-        new_group[1:] = (o_sorted[1:] != o_sorted[:-1]) | (b_sorted[1:] != b_sorted[:-1])
-        group_of_sorted = np.cumsum(new_group) - 1
-        group_of_row = np.empty(len(rows), np.int64)
-        group_of_row[order] = group_of_sorted
-        g_first = np.flatnonzero(new_group)
-        g_owner, g_batch = o_sorted[g_first], b_sorted[g_first]
-        g_row = order[g_first]  # the first row of each group, in arrival order within the chunk
-        g_newest = np.maximum.reduceat(times[order], g_first)
+        if self._stream:
+            # Groups: one per batch, the rows' and the stream's; each knows its newest time.
+            g_batch, group_of_all = np.unique(np.concatenate([batch, np.asarray(clock_batches, np.int64)]),
+                                              return_inverse=True)
+            g_newest = np.full(len(g_batch), NONE, np.int64)
+            np.maximum.at(g_newest, group_of_all, np.concatenate([times, np.asarray(clock_times, np.int64)]))
+            group_of_row = group_of_all[:len(rows)]
+            g_owner = np.zeros(len(g_batch), np.int64)
+            g_first = g_batch  # one per group
+            g_row = None  # keys go in first-seen order (below)
+        else:
+            owner = key_of_row
+            # Groups: one per (owner, batch), in owner then batch order; each knows its newest time
+            # and the clock before it (the running maximum of its owner's earlier groups).
+            order = np.lexsort((np.arange(len(rows)), batch, owner))
+            o_sorted, b_sorted = owner[order], batch[order]
+            new_group = np.ones(len(rows), bool)
+            new_group[1:] = (o_sorted[1:] != o_sorted[:-1]) | (b_sorted[1:] != b_sorted[:-1])
+            group_of_sorted = np.cumsum(new_group) - 1
+            group_of_row = np.empty(len(rows), np.int64)
+            group_of_row[order] = group_of_sorted
+            g_first = np.flatnonzero(new_group)
+            g_owner, g_batch = o_sorted[g_first], b_sorted[g_first]
+            g_row = order[g_first]  # the first row of each group, in arrival order within the chunk
+            g_newest = np.maximum.reduceat(times[order], g_first)
         initial = np.full(len(g_first), self._stream_raw, np.int64) if self._stream else self._raw[g_owner]
         g_after = pd.Series(np.maximum(g_newest, initial)).groupby(g_owner).cummax().to_numpy()
         g_before = np.empty_like(g_after)
@@ -329,6 +349,22 @@ class FixedFinalRuntime:
         else:
             self._raw[g_owner] = np.maximum(self._raw[g_owner], g_after)
         return sorted(results.items())
+
+    def _by_batch(self, cols: Columns, batches: np.ndarray,
+                  stream_clock: tuple[np.ndarray, np.ndarray] | None) -> list[tuple[int, BatchResult]]:
+        """process_batches one batch at a time: each batch of the rows or of `stream_clock`."""
+        clock = {}
+        if stream_clock is not None and self._stream:
+            clock = {int(b): int(high) for b, high in zip(np.asarray(stream_clock[0]).tolist(),
+                                                         np.asarray(stream_clock[1]).tolist())}
+        edges = np.concatenate([[0], np.flatnonzero(np.diff(batches)) + 1, [cols.n]]).astype(np.int64).tolist()
+        spans = {int(batches[a]): (a, b) for a, b in zip(edges, edges[1:]) if b > a}
+        out = []
+        for b in sorted(set(spans) | set(clock)):
+            a, z = spans.get(b, (0, 0))
+            bounds = {0: (clock[b], clock[b])} if b in clock else None
+            out.append((b, self.process_columns(cols.take(a, z), 0, bounds)))
+        return out
 
     def advance_processing_time(self, now_us: int) -> BatchResult:
         if self._ended:
@@ -402,6 +438,16 @@ class FixedFinalRuntime:
 
     def config(self) -> tuple:
         return (self.windower, self.watermark_spec, self.emit, self.aggregate_specs, False)
+
+    def key_list(self) -> list[tuple]:
+        """The keys in state order: positions index this list."""
+        return self._keys
+
+    @classmethod
+    def stream_raw(cls, globals_state: dict) -> int | None:
+        """The stream's clock (scope 'stream') as the globals hold it; None before any row."""
+        raw = globals_state["_stream_raw"]
+        return None if raw == NONE else int(raw)
 
     def globals_state(self) -> dict:
         """What belongs to the whole stream, not to a key: clocks of scope 'stream', sequences, counts."""
@@ -628,6 +674,19 @@ class FixedFinalRuntime:
         touched = np.unique(keys)
         self._raw[touched] = np.maximum(self._raw[touched], bound[touched])
 
+    def _take_stream_bounds(self, bounds: t.Mapping[int, tuple[int, int]] | None) -> bool:
+        """Move the stream's clock to the whole stream's newest time of the batch (see
+        WindowRuntime.process_batch); True when there were bounds to take."""
+        if not bounds or not self._stream:
+            return False
+        if self.watermark_spec.strategy != "max_event_time":
+            raise RuntimeConfigError("A 'min_event_time' clock cannot combine buckets' batch extremes",
+                                     hint="one runtime for the whole stream")
+        newest = max(int(high) for _, high in bounds.values())
+        if self._stream_raw == NONE or newest > self._stream_raw:
+            self._stream_raw = newest
+        return True
+
     def _close_due(self, out: BatchResult, batch_keys: np.ndarray | None) -> EmissionBlock | None:
         """Fire and drop what the clocks reached: the batch's keys (scope 'key'), or every key."""
         if not len(self._wk):
@@ -732,25 +791,30 @@ class CountFinalRuntime(FixedFinalRuntime):
         self._last_time = np.empty(0, np.int64)
         self._last_null = np.empty(0, bool)
 
-    def process_columns(self, cols: Columns, batch_time_us: int = 0) -> BatchResult:
+    def process_columns(self, cols: Columns, batch_time_us: int = 0,
+                        stream_bounds: t.Mapping[int, tuple[int, int]] | None = None) -> BatchResult:
+        """A count window fires on its last row, whatever the clock: the stream's extremes only
+        move the clock that progress reports show."""
         if self._ended:
             raise RuntimeError("end_of_input() was already called: this stream has ended")
         out = BatchResult()
-        if cols.n == 0:
-            return out
-        admitted = self._admit(cols, lambda i: out.rejected, null_time_ok=not self._timed)
-        if admitted is None:
-            return out
-        rows, key_of_row, _ = admitted
-        self._put(out, self._emit_full(cols, rows, key_of_row)[0])
-        self._commit(key_of_row, cols.time[rows], ~cols.time_null[rows])
+        admitted = self._admit(cols, lambda i: out.rejected, null_time_ok=not self._timed) if cols.n else None
+        if admitted is not None:
+            rows, key_of_row, _ = admitted
+            self._put(out, self._emit_full(cols, rows, key_of_row)[0])
+            self._commit(key_of_row, cols.time[rows], ~cols.time_null[rows])
+        self._take_stream_bounds(stream_bounds)
         return out
 
-    def process_batches(self, cols: Columns, batches: np.ndarray) -> list[tuple[int, BatchResult]]:
+    def process_batches(self, cols: Columns, batches: np.ndarray,
+                        stream_clock: tuple[np.ndarray, np.ndarray] | None = None) -> list[tuple[int, BatchResult]]:
         """Count windows do not look at clocks: a run of batches is one pass, each emission going
-        to the batch of the row that filled its window. (min_event_time clocks: batch by batch.)"""
+        to the batch of the row that filled its window. (min_event_time clocks: batch by batch.)
+        The stream's clock (`stream_clock`) only moves the clock progress reports show."""
         if self.watermark_spec.strategy != "max_event_time":
-            return super().process_batches(cols, batches)
+            return super().process_batches(cols, batches, stream_clock)
+        if stream_clock is not None and self._stream and len(stream_clock[1]):
+            self._take_stream_bounds({0: (0, int(np.max(stream_clock[1])))})
         if self._ended:
             raise RuntimeError("end_of_input() was already called: this stream has ended")
         results: dict[int, BatchResult] = {}
@@ -875,14 +939,15 @@ class SessionFinalRuntime(FixedFinalRuntime):
         self._ts = np.empty(0, np.int64)
         self._te = np.empty(0, np.int64)
 
-    def process_columns(self, cols: Columns, batch_time_us: int = 0) -> BatchResult:
+    def process_columns(self, cols: Columns, batch_time_us: int = 0,
+                        stream_bounds: t.Mapping[int, tuple[int, int]] | None = None) -> BatchResult:
         if self._ended:
             raise RuntimeError("end_of_input() was already called: this stream has ended")
         out = BatchResult()
-        if cols.n == 0:
-            return out
-        admitted = self._admit(cols, lambda i: out.rejected)
+        admitted = self._admit(cols, lambda i: out.rejected) if cols.n else None
         if admitted is None:
+            if self._take_stream_bounds(stream_bounds):
+                self._close_due(out, None)
             return out
         rows, key_of_row, batch_keys = admitted
         spec, gap = self.watermark_spec, self.windower.gap
@@ -907,16 +972,14 @@ class SessionFinalRuntime(FixedFinalRuntime):
         on_time = np.flatnonzero(~late)
         self._merge(cols, rows[on_time], key_of_row[on_time], times[on_time])
         self._commit(key_of_row, times, ~late)
+        self._take_stream_bounds(stream_bounds)
         self._close_due(out, None if self._stream else batch_keys)
         return out
 
-    def process_batches(self, cols: Columns, batches: np.ndarray) -> list[tuple[int, BatchResult]]:
+    def process_batches(self, cols: Columns, batches: np.ndarray,
+                        stream_clock: tuple[np.ndarray, np.ndarray] | None = None) -> list[tuple[int, BatchResult]]:
         """Batch by batch (sessions merge as batches commit)."""
-        if cols.n == 0:
-            return []
-        bounds = np.flatnonzero(np.diff(batches)) + 1
-        starts_at, ends_at = np.r_[0, bounds], np.r_[bounds, cols.n]
-        return [(int(batches[a]), self.process_columns(cols.take(a, b))) for a, b in zip(starts_at, ends_at)]
+        return self._by_batch(cols, batches, stream_clock)
 
     def _tombstone_hits(self, candidates: np.ndarray, key_of_row: np.ndarray, times: np.ndarray) -> np.ndarray:
         """For each candidate row, the first purged session of its key that [t, t + gap) overlaps."""

@@ -23,6 +23,7 @@ import pandas as pd
 import numpy as np
 
 from sqlwin.runtime import AggregateSpec, BatchResult, WindowRuntime
+from sqlwin.runtime.keyed import KeyedWindowRuntime, RowBatch, keyed_state_applies
 from sqlwin.runtime.segments import SegmentedState, Store
 from sqlwin.runtime.vector import Columns, OtherSnapshotKind, vector_class
 
@@ -290,7 +291,8 @@ class BucketState:
             return []
         self.now = batch_time if self.now is None else max(self.now, batch_time)
         if self.vectorised:
-            return [self._runtime(()).process_columns(batch_columns(frame, self.config, self.integral), batch_time)]
+            return [self._runtime(()).process_columns(batch_columns(frame, self.config, self.integral), batch_time,
+                                                      stream_bounds)]
         return self.process_rows(self.rows_of(frame), batch_time, stream_bounds)
 
     def process_batches(self, frame: pd.DataFrame, batch_times: list[int]) -> list[tuple[int, list[BatchResult]]]:
@@ -313,17 +315,7 @@ class BucketState:
         return out
 
     def rows_of(self, frame: pd.DataFrame) -> list[tuple]:
-        """The frame's rows as the general runtime takes them: (key, time, values)."""
-        c = self.config
-        n = len(frame)
-        flags = iter(self.integral)
-        keys_columns = [column_values(frame[f"__k{i}"], next(flags, False)) for i in range(c.key_count)]
-        keys = list(zip(*keys_columns)) if keys_columns else [()] * n
-        times = column_values(frame["__time"], True)
-        value_columns = [column_values(frame[f"__a{i}"], next(flags, False)) for i in range(c.argument_count)]
-        value_columns += [column_values(frame[f"__r{i}"], next(flags, False)) for i in range(c.row_count)]
-        values = list(zip(*value_columns)) if value_columns else [()] * n
-        return list(zip(keys, times, values))
+        return frame_rows(frame, self.config, self.integral)
 
     def process_rows(self, rows: list[tuple], batch_time: int, stream_bounds: dict | None = None) -> list[BatchResult]:
         c = self.config
@@ -334,6 +326,7 @@ class BucketState:
             key = row[0]
             by_clock.setdefault(tuple(key[i] for i in c.clock_positions), []).append(row)
         return [self._runtime(clock).process_batch(part, batch_time) for clock, part in by_clock.items()]
+
 
     def advance(self, now: int) -> list[BatchResult]:
         self.now = now if self.now is None else max(self.now, now)
@@ -362,34 +355,61 @@ class BucketState:
         return total
 
 
+def keyed_state(config: OperatorConfig) -> bool:
+    """The general runtime may keep this query's state in pieces of keys (runtime/keyed.py)."""
+    c = config
+    return keyed_state_applies(c.watermark, c.emit, c.processing_time, c.timers, c.clock_positions)
+
+
+def frame_rows(frame: pd.DataFrame, config: OperatorConfig, integral: tuple[bool, ...]) -> list[tuple]:
+    """A bucket's rows (a frame, arrival order) as the general runtime takes them: (key, time, values)."""
+    c = config
+    n = len(frame)
+    flags = iter(integral)
+    keys_columns = [column_values(frame[f"__k{i}"], next(flags, False)) for i in range(c.key_count)]
+    keys = list(zip(*keys_columns)) if keys_columns else [()] * n
+    times = column_values(frame["__time"], True)
+    value_columns = [column_values(frame[f"__a{i}"], next(flags, False)) for i in range(c.argument_count)]
+    value_columns += [column_values(frame[f"__r{i}"], next(flags, False)) for i in range(c.row_count)]
+    values = list(zip(*value_columns)) if value_columns else [()] * n
+    return list(zip(keys, times, values))
+
+
 class SegmentedBucket:
-    """One bucket of a vectorised runtime, its state in segments of a Store (streaming).
+    """One bucket whose state is in segments of a Store (streaming): a vectorised runtime, or the
+    general one where its batches touch only their own keys and the due ones (KeyedWindowRuntime).
 
     The same driving methods as BucketState; state is written to the store as the batch runs
     (Spark commits it with the batch). A checkpoint of the one-value layout (`legacy`, a
     BucketState snapshot) is moved into segments on its first batch.
     """
 
-    def __init__(self, config: OperatorConfig, integral: tuple[bool, ...], vectorised: type, store: Store,
-                 legacy: bytes | None = None):
+    def __init__(self, config: OperatorConfig, integral: tuple[bool, ...], runtime_class: type, store: Store,
+                 legacy: bytes | None = None, columnar: bool = False):
         self.config, self.integral = config, integral
+        self.general = issubclass(runtime_class, KeyedWindowRuntime)
         c = config
         args = (c.windower, c.watermark, c.emit, c.aggregates, c.processing_time)
         runtime = None
         if legacy:
-            old = BucketState.restore(legacy, config, integral, vectorised)
+            old = BucketState.restore(legacy, config, integral, None if self.general else runtime_class)
             runtime = old.runtimes.get(())
-        if runtime is not None and isinstance(runtime, vectorised):
+        if runtime is not None and self.general and isinstance(runtime, WindowRuntime):
+            runtime = KeyedWindowRuntime.from_runtime(runtime)
+        if runtime is not None and isinstance(runtime, runtime_class):
             self.state = SegmentedState.from_runtime(runtime, store)
         else:
-            self.state = SegmentedState(vectorised, args, store)
+            self.state = SegmentedState(runtime_class, args, store)
+        self.state.columnar = columnar and not self.general  # emissions as blocks of columns (`block_frames`)
 
     def process(self, frame: pd.DataFrame, batch_time: int, stream_bounds: dict | None = None) -> list[BatchResult]:
-        if stream_bounds:
-            raise RuntimeError("the vectorised runtime does not take the stream's extremes yet: one bucket")
-        if len(frame) == 0:
+        if len(frame) == 0 and not stream_bounds:
             return []
-        return [self.state.process_columns(batch_columns(frame, self.config, self.integral), batch_time)]
+        if self.general:
+            rows = RowBatch.of(frame_rows(frame, self.config, self.integral))
+            return [self.state.process_columns(rows, batch_time, stream_bounds)]
+        return [self.state.process_columns(batch_columns(frame, self.config, self.integral), batch_time,
+                                           stream_bounds)]
 
     def advance(self, now: int) -> list[BatchResult]:
         return []  # event time only: nothing moves without rows
@@ -446,6 +466,14 @@ def records(config: OperatorConfig, results: t.Iterable[BatchResult], batch: int
             out.append((REJECTED, *key, None, None, None, *no_aggs, None, None, None, batch,
                         rejected.event_time, None, rejected.reason, *row, None))
     return out
+
+
+def block_frames(results: t.Iterable[BatchResult], arrow_schema) -> list[pd.DataFrame]:
+    """The emission blocks of `results` (a columnar runtime's) as frames of records in the
+    operator's output schema: typed columns, no Python object per emission. Integers with NULLs
+    as Python ints (a double would round a time in year 9999), timestamps as datetimes."""
+    return [_block_batch(block, None, arrow_schema).to_pandas(integer_object_nulls=True, timestamp_as_object=True)
+            for result in results for block in result.blocks]
 
 
 def carried_records(config: OperatorConfig, payloads: t.Iterable[str]) -> list[tuple]:
@@ -516,11 +544,13 @@ CLOCK_PACK = -1  # a packed row whose __pack is this carries an input partition'
 
 def clock_packer(bucket_ids: t.Sequence[int], key_count: int, side_column: str | None):
     """mapInArrow body for a stream whose one clock is spread over buckets: `pack_rows`, and per
-    input partition and Arrow batch one clock row for *every* bucket, its __blob the partition's
-    oldest and newest event time per side ({side: [low, high]} as JSON) over rows with a key and a
-    time -- the rows that move a clock. Each bucket combines what every partition sent it
-    (`stream_bounds`): the whole stream's extremes, in the same micro-batch, whatever bucket holds
-    the rows, and the same again when Spark runs the batch again (they are a function of its input)."""
+    input partition and Arrow batch one clock row for *every* bucket, its __blob as JSON: the
+    partition's oldest and newest event time per side ({side: [low, high]}) over rows with a key
+    and a time -- the rows that move a clock -- and under "ptime" its newest arrival time (the
+    batch's processing time where the query reads one). Each bucket combines what every partition
+    sent it (`stream_bounds_of`): the whole stream's extremes, in the same micro-batch, whatever
+    bucket holds the rows, and the same again when Spark runs the batch again (they are a
+    function of its input)."""
     import json
 
     import pyarrow.compute as pc
@@ -532,15 +562,19 @@ def clock_packer(bucket_ids: t.Sequence[int], key_count: int, side_column: str |
         for i in range(key_count):
             valid = pc.and_(valid, pc.is_valid(batch.column(f"__k{i}")))
         timed = batch.filter(valid)
-        if timed.num_rows == 0:
-            return None
         sides = timed.column(side_column).to_numpy(zero_copy_only=False) if side_column else None
         times = timed.column("__time").to_numpy(zero_copy_only=False).astype(np.int64)
-        bounds = {}
-        for side in (np.unique(sides).tolist() if sides is not None else [0]):
-            mine = times[sides == side] if sides is not None else times
-            bounds[int(side)] = [int(mine.min()), int(mine.max())]
-        blob = json.dumps(bounds).encode()
+        found: dict = {}
+        if timed.num_rows:
+            for side in (np.unique(sides).tolist() if sides is not None else [0]):
+                mine = times[sides == side] if sides is not None else times
+                found[str(int(side))] = [int(mine.min()), int(mine.max())]
+        ptime = pc.max(batch.column("__ptime")).as_py()
+        if ptime is not None:
+            found["ptime"] = int(ptime)
+        if not found:
+            return None
+        blob = json.dumps(found).encode()
         n = len(ids)
         return pa.RecordBatch.from_arrays(
             [pa.array(ids, pa.int32()), pa.array([CLOCK_PACK] * n, pa.int64()), pa.nulls(n, pa.int64()),
@@ -550,19 +584,25 @@ def clock_packer(bucket_ids: t.Sequence[int], key_count: int, side_column: str |
     return functools.partial(pack_rows, clock=extremes)
 
 
-def stream_bounds_of(packed: pd.DataFrame) -> tuple[pd.DataFrame, dict | None]:
-    """(the data rows, the stream's batch extremes per side combined from the clock rows or None)."""
+def stream_bounds_of(packed: pd.DataFrame) -> tuple[pd.DataFrame, dict | None, int | None]:
+    """(the data rows, the stream's batch extremes per side combined from the clock rows or None,
+    the stream's newest arrival time in the batch or None)."""
     import json
 
     clock = (packed["__pack"] == CLOCK_PACK).to_numpy()
     if not clock.any():
-        return packed, None
+        return packed, None, None
     bounds: dict[int, tuple[int, int]] = {}
+    ptime = None
     for blob in packed.loc[clock, "__blob"].tolist():
-        for side, (low, high) in json.loads(blob).items():
-            known = bounds.get(int(side))
-            bounds[int(side)] = (low, high) if known is None else (min(known[0], low), max(known[1], high))
-    return packed[~clock], bounds
+        for name, value in json.loads(blob).items():
+            if name == "ptime":
+                ptime = value if ptime is None else max(ptime, value)
+                continue
+            low, high = value
+            known = bounds.get(int(name))
+            bounds[int(name)] = (low, high) if known is None else (min(known[0], low), max(known[1], high))
+    return packed[~clock], bounds or None, ptime
 
 
 def unpack_rows(packed: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
@@ -585,8 +625,11 @@ def unpack_rows(packed: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
 # --------------------------------------------------------------------------- replay
 
 
+STREAM_CLOCK = "__clock"  # a replay's clock row (its side; NULL on a data row): see replay._with_stream_clock
+
+
 def replay_partition(config: OperatorConfig, integral: tuple[bool, ...], vectorised: type | None,
-                     batch_times: list[tuple[int, int]] | None, arrow_schema):
+                     batch_times: list[tuple[int, int]] | None, arrow_schema, spread: bool = False):
     """mapInArrow body: replay one partition's recorded rows (sorted by __batch, __order), then end
     the input.
 
@@ -595,9 +638,11 @@ def replay_partition(config: OperatorConfig, integral: tuple[bool, ...], vectori
     holds one chunk and the open state, never the partition. `batch_times` (when the query has
     timers and arrival times) is the stream's (batch, time) list: processing time passes for
     every partition at every batch, as it does in a live stream (where a timer wakes each bucket).
+    `spread`: one clock for the stream over every partition; clock rows (STREAM_CLOCK not NULL)
+    carry the batches in which the stream's clock moves, and the stream's newest time in each.
     """
     if vectorised is not None and not config.timers:
-        return _vector_replay(config, integral, vectorised, arrow_schema)
+        return _vector_replay(config, integral, vectorised, arrow_schema, spread)
 
     def emit(out: list[tuple]) -> t.Iterator["pa.RecordBatch"]:
         yield from _tuple_batches(out, arrow_schema)
@@ -605,29 +650,45 @@ def replay_partition(config: OperatorConfig, integral: tuple[bool, ...], vectori
     def replay(chunks: t.Iterator["pa.RecordBatch"]) -> t.Iterator["pa.RecordBatch"]:
         state = BucketState(config, integral, vectorised)
         clock = _GlobalClock(batch_times)
+        stream_time = dict(batch_times or ())
         pending: pd.DataFrame | None = None
 
         def run(frame: pd.DataFrame) -> list[tuple]:
             out: list[tuple] = []
+            stream_clock: dict[int, dict[int, tuple[int, int]]] = {}
+            if spread:
+                marks = frame[STREAM_CLOCK].notna().to_numpy()
+                for b, side, time in frame.loc[marks, ["__batch", STREAM_CLOCK, "__time"]].itertuples(index=False):
+                    stream_clock.setdefault(int(b), {})[int(side)] = (int(time), int(time))
+                frame = frame[~marks].reset_index(drop=True)
             batches = frame["__batch"].to_numpy()
-            edges = np.concatenate([[0], np.flatnonzero(np.diff(batches)) + 1]).astype(np.int64)
+            edges = np.concatenate([[0], np.flatnonzero(np.diff(batches)) + 1]).astype(np.int64) if len(frame) \
+                else np.empty(0, np.int64)
             # each batch's time: the newest arrival time among its rows (0 without any)
-            ptimes = frame["__ptime"].to_numpy(dtype=np.float64, na_value=np.nan)
+            ptimes = frame["__ptime"].to_numpy(dtype=np.float64, na_value=np.nan) if "__ptime" in frame \
+                else np.full(len(frame), np.nan)
             newest = np.fmax.reduceat(ptimes, edges) if len(ptimes) else ptimes
             times = [None if t != t else int(t) for t in newest.tolist()]
-            if not config.timers:
+            if not config.timers and not stream_clock:
                 for b, results in state.process_batches(frame, [t or 0 for t in times]):
                     out += records(config, results, b)
                 return out
             ends = np.append(edges[1:], len(frame)).tolist()
-            for start, stop, newest_time in zip(edges.tolist(), ends, times):  # time passes between batches
-                batch = int(batches[start])
-                now, after = clock.before(batch)
-                if now is not None:
-                    out += records(config, state.advance(now), after)
+            spans = {int(batches[a]): (a, z, newest_time) for a, z, newest_time in zip(edges.tolist(), ends, times)}
+            rows = state.rows_of(frame)
+            for batch in sorted(set(spans) | set(stream_clock)):  # time passes between batches
+                start, stop, newest_time = spans.get(batch, (0, 0, None))
+                if spread and batch in stream_time:  # the batch's time: the whole stream's newest arrival
+                    newest_time = stream_time[batch]
+                now = None
+                if config.timers:
+                    now, after = clock.before(batch)
+                    if now is not None:
+                        out += records(config, state.advance(now), after)
                 batch_time = newest_time if newest_time is not None else (now if now is not None else 0)
-                for b, results in state.process_batches(frame.iloc[start:stop], [batch_time]):
-                    out += records(config, results, b)
+                state.now = batch_time if state.now is None else max(state.now, batch_time)
+                out += records(config, state.process_rows(rows[start:stop], batch_time, stream_clock.get(batch)),
+                               batch)
             return out
 
         for chunk in chunks:
@@ -666,7 +727,8 @@ def replay_columns(config: OperatorConfig, vectorised: type | None) -> list[str]
 REPLAY_RUN_ROWS = 1 << 16  # the vectorised replay's runs: at least this many rows (whole batches)
 
 
-def _vector_replay(config: OperatorConfig, integral: tuple[bool, ...], vectorised: type, arrow_schema):
+def _vector_replay(config: OperatorConfig, integral: tuple[bool, ...], vectorised: type, arrow_schema,
+                   spread: bool = False):
     """replay_partition for a query the vectorised runtime covers (event time, no timers).
 
     Spark's Arrow chunks are gathered into runs of whole micro-batches of at least
@@ -682,8 +744,17 @@ def _vector_replay(config: OperatorConfig, integral: tuple[bool, ...], vectorise
         runtime = vectorised(c.windower, c.watermark, c.emit, c.aggregates, c.processing_time)
         runtime.columnar = True
         for run in _batch_runs(chunks, REPLAY_RUN_ROWS):
-            batches = _array(run, "__batch").to_numpy().astype(np.int64, copy=False)
-            results = runtime.process_batches(arrow_columns(run, config, integral), batches)
+            stream_clock = None
+            if spread:  # the clock rows: the batches in which the stream's clock moves (see replay_partition)
+                import pyarrow.compute as pc
+
+                marks = pc.is_valid(_array(run, STREAM_CLOCK))
+                clock = run.filter(marks)
+                stream_clock = (_array(clock, "__batch").to_numpy().astype(np.int64),
+                                _array(clock, "__time").to_numpy().astype(np.int64))
+                run = run.filter(pc.invert(marks))
+            batches = _array(run, "__batch").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+            results = runtime.process_batches(arrow_columns(run, config, integral), batches, stream_clock)
             yield from _result_batches(config, results, arrow_schema)
         yield from _result_batches(config, [(END_BATCH, runtime.end_of_input())], arrow_schema)
 

@@ -13,8 +13,8 @@ import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor
 
 from sqlwin.runtime.segments import INDEX, SEGMENT
-from sqlwin.spark.operator import (CARRY, END_OF_INPUT, BucketState, OperatorConfig, SegmentedBucket, carried_records,
-                                   records, records_frame, stream_bounds_of, unpack_rows)
+from sqlwin.spark.operator import (CARRY, END_OF_INPUT, BucketState, OperatorConfig, SegmentedBucket, block_frames,
+                                   carried_records, records, records_frame, stream_bounds_of, unpack_rows)
 
 
 class WindowProcessor(StatefulProcessor):
@@ -25,10 +25,16 @@ class WindowProcessor(StatefulProcessor):
     """
 
     def __init__(self, config: OperatorConfig, integral: tuple[bool, ...], clock: str, tick_ms: int,
-                 columns: list[str], row_columns: list[str], vectorised: type | None = None):
+                 columns: list[str], row_columns: list[str], segmented: type | None = None, schema=None):
         self.config, self.integral, self.clock, self.tick_ms = config, integral, clock, tick_ms
         self.columns, self.row_columns = columns, row_columns
-        self.vectorised = vectorised
+        # The runtime class whose state is kept in segments of keys (a vectorised one, or the
+        # general one's KeyedWindowRuntime); None: a bucket's whole state in one value.
+        self.segmented = segmented
+        # The output's schema (a StructType): the vectorised runtime's emissions then leave as
+        # typed columns (block_frames), not as a Python object per emission.
+        self.schema = schema
+        self._arrow_schema = None
 
     def init(self, handle) -> None:
         from pyspark.sql.types import BinaryType, LongType, StructField, StructType
@@ -38,7 +44,7 @@ class WindowProcessor(StatefulProcessor):
         # The general runtime: a bucket's whole state in one value. The vectorised one: a
         # directory, and segments and index parts by id (sqlwin.runtime.segments).
         self.state = handle.getValueState("bucket", blob)
-        if self.vectorised is not None:
+        if self.segmented is not None:
             ident = StructType([StructField("id", LongType(), False)])
             self.store = _SparkStore(handle.getValueState("directory", blob),
                                      {SEGMENT: handle.getMapState("segments", ident, blob),
@@ -50,7 +56,7 @@ class WindowProcessor(StatefulProcessor):
         if len(frame.columns) == len(self.columns):  # Spark may hand columns over as _0, _1, ...
             frame.columns = self.columns
         control = frame["__control"].notna()
-        packed, stream_bounds = stream_bounds_of(frame[~control])
+        packed, stream_bounds, stream_ptime = stream_bounds_of(frame[~control])
         data = unpack_rows(packed, self.row_columns).sort_values("__order", kind="stable")
         out: list[tuple] = []
         if CARRY in data.columns:  # an earlier stage's late, rejected and stats records: passed on
@@ -61,11 +67,14 @@ class WindowProcessor(StatefulProcessor):
         now = self._now(timerValues)
         if now is not None and self.config.timers:
             out += records(self.config, bucket.advance(now), None)
-        out += records(self.config, bucket.process(data, self._batch_time(data, now), stream_bounds), None)
+        results = bucket.process(data, self._batch_time(data, now, stream_ptime), stream_bounds)
         if control.any() and (frame.loc[control, "__control"] == END_OF_INPUT).any():
-            out += records(self.config, bucket.end_of_input(), None)
+            results += bucket.end_of_input()
+        blocks = block_frames(results, self._arrow_schema) if self._arrow_schema is not None else []
+        out += records(self.config, results, None)
         out.append(bucket.stats_record(int(key[0])))
         self._save(bucket, timerValues)
+        yield from blocks
         yield records_frame(self.config, out)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> t.Iterator[pd.DataFrame]:
@@ -83,14 +92,20 @@ class WindowProcessor(StatefulProcessor):
 
     def _load(self) -> BucketState | SegmentedBucket:
         # get() is None when there is no value: no separate exists() round trip.
-        if self.vectorised is None:
+        if self.segmented is None:
             value = self.state.get()
-            return BucketState.restore(value[0] if value else None, self.config, self.integral, self.vectorised)
-        bucket = SegmentedBucket(self.config, self.integral, self.vectorised, self.store)
+            return BucketState.restore(value[0] if value else None, self.config, self.integral, None)
+        if self.schema is not None and self._arrow_schema is None:
+            from pyspark.sql.pandas.types import to_arrow_schema
+
+            self._arrow_schema = to_arrow_schema(self.schema, timezone="UTC")
+        columnar = self._arrow_schema is not None
+        bucket = SegmentedBucket(self.config, self.integral, self.segmented, self.store, columnar=columnar)
         if bucket.state.fresh:  # no directory yet: a new bucket, or a checkpoint of the one-value layout
             value = self.state.get()
             if value is not None:
-                bucket = SegmentedBucket(self.config, self.integral, self.vectorised, self.store, legacy=value[0])
+                bucket = SegmentedBucket(self.config, self.integral, self.segmented, self.store, legacy=value[0],
+                                         columnar=columnar)
                 self.state.clear()  # moved into segments
         return bucket
 
@@ -116,8 +131,12 @@ class WindowProcessor(StatefulProcessor):
             return timerValues.getCurrentProcessingTimeInMs() * 1000
         return None
 
-    def _batch_time(self, data: pd.DataFrame, now: int | None) -> int:
+    def _batch_time(self, data: pd.DataFrame, now: int | None, stream_ptime: int | None = None) -> int:
+        """The batch's processing time: with arrival times, the batch's newest -- the whole
+        stream's (`stream_ptime`) when its one clock is spread over buckets, else this bucket's."""
         if self.clock == "arrival":
+            if stream_ptime is not None:
+                return int(stream_ptime)
             times = data["__ptime"].dropna()
             return int(times.max()) if len(times) else (now or 0)
         return now or 0

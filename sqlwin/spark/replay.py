@@ -16,7 +16,8 @@ import typing as t
 import uuid
 from dataclasses import dataclass
 
-from sqlwin.spark.operator import RECORD_TYPES, record_columns, replay_columns, replay_partition, vectorisable
+from sqlwin.spark.operator import (RECORD_TYPES, STREAM_CLOCK, record_columns, replay_columns, replay_partition,
+                                   vectorisable)
 from sqlwin.spark.stateful import (RESULT_ORDER, STAGE_VIEW, UPSTREAM_ROW, StatefulQuery, chain_late, check_input_types,
                                    prepare_stateful)
 from sqlwin.sql.joins import describe_join
@@ -46,7 +47,7 @@ def run_replay(runner: "SparkRunner", plan: QueryPlan, late_row_struct: str | No
     """`late_row_struct`: a chain's second stage, whose late rows hold their row as one struct column."""
     if plan.propagation is not None:
         return _replay_chain(runner, plan)
-    query = prepare_stateful(plan, "replay", runner.shuffle_partitions)
+    query = prepare_stateful(plan, "replay", runner.shuffle_partitions, spread=True)
     rows = runner.sql(query.input_sql(arrival=True), plan.sql)
     check_input_types(query, rows.schema)
     schema = record_schema(query, rows)
@@ -60,16 +61,20 @@ def run_replay(runner: "SparkRunner", plan: QueryPlan, late_row_struct: str | No
     from pyspark.sql.pandas.types import to_arrow_schema
 
     vectorised = vectorisable(config, rows.schema, many_batches=True)
-    function = replay_partition(config, integral_flags(rows), vectorised, batch_times, to_arrow_schema(schema, timezone="UTC"))
+    function = replay_partition(config, integral_flags(rows), vectorised, batch_times,
+                                to_arrow_schema(schema, timezone="UTC"), query.spread)
     positions = config.clock_positions
     clock_keys = [f"__k{i}" for i in (range(config.key_count) if positions is None else positions)]
-    if clock_keys and query.bucket_count > 1:
+    columns = replay_columns(config, vectorised)
+    if query.spread:  # one clock for the stream, over every partition: each told the stream's clock
+        spread = _with_stream_clock(rows, query).repartition(query.bucket_count, "__bucket")
+        columns = columns + [STREAM_CLOCK]
+    elif clock_keys and query.bucket_count > 1:
         spread = rows.repartition(query.bucket_count, *clock_keys)
     else:  # one clock for the stream (or a mode that judges every key against the others)
         spread = rows.repartition(1)
     # Only what the runtime reads goes to Python (Spark prunes the rest before the shuffle).
-    records = spread.sortWithinPartitions("__batch", "__order").select(*replay_columns(config, vectorised)) \
-        .mapInArrow(function, schema)
+    records = spread.sortWithinPartitions("__batch", "__order").select(*columns).mapInArrow(function, schema)
     name = f"__sqlwin_records_{uuid.uuid4().hex[:12]}"
     records.createOrReplaceTempView(name)
     typed = f"({query.typed_emissions_sql(name)})"
@@ -83,6 +88,36 @@ def run_replay(runner: "SparkRunner", plan: QueryPlan, late_row_struct: str | No
         late = _in_batch_order(late_batched)
         late.createOrReplaceTempView(plan.late_into)
     return ReplayResult(result, late, query, ordered.drop("__seq"), ordered, late_batched)
+
+
+def _with_stream_clock(rows: "DataFrame", query: StatefulQuery) -> "DataFrame":
+    """The rows (each with its bucket, by its GROUP BY keys), and for every bucket one clock row
+    per recorded batch in which the stream's clock moves: its __time the batch's newest event
+    time over the whole stream (rows with a key and a time; per side for a join), its side in
+    STREAM_CLOCK. A partition replays those batches too, with rows of its own or not, so it
+    commits the clock one partition holding every row would (as a stream's buckets are told
+    the batch's extremes). The clock rows come from one aggregation per batch, not per row.
+    With 'max_event_time' / 'upstream' the clock moves only where a batch's newest time passes
+    the newest before it; other strategies move with every batch that has rows."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    config = query.config
+    valid = F.col("__time").isNotNull()
+    for i in range(config.key_count):
+        valid &= F.col(f"__k{i}").isNotNull()
+    side = F.col("__a0").cast("int") if query.plan.join is not None else F.lit(0)
+    per_batch = rows.where(valid).groupBy("__batch", side.alias(STREAM_CLOCK)).agg(F.max("__time").alias("__time"))
+    if config.watermark.strategy in ("max_event_time", "upstream"):
+        before = F.max("__time").over(Window.partitionBy(STREAM_CLOCK).orderBy("__batch")
+                                      .rowsBetween(Window.unboundedPreceding, -1))
+        per_batch = per_batch.withColumn("__before", before) \
+            .where(F.col("__before").isNull() | (F.col("__time") > F.col("__before"))).drop("__before")
+    ids = query.bucket_ids or tuple(range(query.bucket_count))
+    buckets = rows.sparkSession.createDataFrame([(i,) for i in ids], "__bucket INT")
+    clock = per_batch.crossJoin(F.broadcast(buckets))
+    data = rows.withColumn(STREAM_CLOCK, F.lit(None).cast("int"))
+    return data.unionByName(clock, allowMissingColumns=True)
 
 
 def _in_batch_order(late: "DataFrame") -> "DataFrame":
@@ -118,7 +153,7 @@ def explain_replay(runner: "SparkRunner", plan: QueryPlan):
                             [f"stage 1: {s}" for s in inner.strategies]
                             + [f"stage 2: {plan.propagation.outer.function} replays stage 1's results in the "
                                f"order and arrival batches they were emitted (window propagation); {inherit}"])
-    query = prepare_stateful(plan, "replay", runner.shuffle_partitions)
+    query = prepare_stateful(plan, "replay", runner.shuffle_partitions, spread=True)
     input_sql = query.input_sql(arrival=True)
     rows = runner.sql(input_sql, plan.sql)  # analysed only: the schema decides the engine path
     check_input_types(query, rows.schema)
@@ -128,8 +163,16 @@ def explain_replay(runner: "SparkRunner", plan: QueryPlan):
               "the general window runtime (the vectorised one covers event-time EMIT FINAL with count / sum / "
               "min / max / avg, and no SESSION in replay)")
     positions = query.config.clock_positions
-    spread = (f"hash-partitioned by the clock key into {query.bucket_count} partitions"
-              if positions != () and query.bucket_count > 1 else "one partition (one clock for the stream)")
+    if query.spread:
+        spread = (f"hash-partitioned by the GROUP BY keys into {query.bucket_count} partitions, one clock for the "
+                  "stream: each partition also replays every batch in which the stream's newest event time moves "
+                  "(one aggregation per recorded batch)")
+    elif positions != () and query.bucket_count > 1:
+        spread = f"hash-partitioned by the clock key into {query.bucket_count} partitions"
+    else:
+        spread = "one partition (one clock for the stream" + (
+            ", which 'min_event_time' or an idle timeout judges in one place)" if query.key_sql else
+            ", no GROUP BY key to spread its rows by)")
     strategies = [f"replay: rows {spread}, sorted by arrival batch and order, through {engine} in Arrow "
                   "chunks (mapInArrow)",
                   "result: emissions in emission order, typed and projected by Spark SQL"]

@@ -292,6 +292,12 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
         watermark = dataclasses.replace(watermark, scope="key")
         clock_positions = None  # the runtime's own keys are the clocks
     processing_time = rel.time is not None and rel.time.kind == "processing_time"
+    if (watermark.idle_timeout is not None and watermark.idle_clock == "event_time" and watermark.scope == "stream"
+            and not processing_time):
+        raise SqlwinValidationError(
+            "An event-time idle timeout judges a key against the stream's newest event time: it needs a clock per "
+            "key (the whole stream is never silent by its own event time)", rel.position,
+            "PARTITION BY the GROUP BY keys, or idle_clock = 'processing_time'", query=plan.sql)
     emit = plan.emit
     timers = bool(processing_time or watermark.strategy in ("bytewax", "ingestion_time") or emit.early_interval
                   or emit.late_interval or (watermark.idle_timeout is not None
@@ -325,11 +331,16 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
     key_names = [_key_name(sql, i) for i, sql in enumerate(keys)]
     clock_keys = keys if clock_positions is None else [keys[i] for i in clock_positions]
     if watermark.idle_timeout is not None and watermark.idle_clock == "event_time":
-        # A key is idle against the newest event time of the whole stream: every key must be
-        # seen by the runtime that judges it, so this mode runs in one bucket.
-        bucket_count = 1
-    spread = spread and not clock_keys and bool(keys) and can_spread_clock(watermark)
-    count = bucket_count if clock_keys or spread else 1
+        # A key is idle against the newest event time of the whole stream: with a clock per key,
+        # the buckets are told the stream's batch extremes (`spread`) and judge their own keys;
+        # a clock per PARTITION BY subset (several runtimes a bucket) runs in one bucket.
+        if spread and clock_positions is None:
+            count = bucket_count
+        else:
+            spread, count = False, 1
+    else:
+        spread = spread and not clock_keys and bool(keys) and can_spread_clock(watermark)
+        count = bucket_count if clock_keys or spread else 1
     return StatefulQuery(
         plan=plan, relation=rel, config=config, key_names=key_names, argument_sql=arguments,
         aggregate_sql=[_aggregate_identity(n) for n in aggregate_nodes], row_columns=row_columns,
@@ -342,10 +353,9 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
 def can_spread_clock(watermark) -> bool:
     """A clock for the stream can be spread over buckets told the stream's batch extremes (see
     WindowRuntime.process_batch): not 'min_event_time' (a late row must not lower the oldest time,
-    and only the runtime knows which rows are late), and not an event-time idle timeout (it runs
-    in one bucket, see above)."""
-    return watermark.strategy != "min_event_time" and not (
-        watermark.idle_timeout is not None and watermark.idle_clock == "event_time")
+    and only the runtime knows which rows are late), and not with an idle timeout (an idle stream's
+    clock jumps past the last open window of every key: a bucket knows only its own keys')."""
+    return watermark.strategy != "min_event_time" and watermark.idle_timeout is None
 
 
 def _filtered(node: exp.Expr, condition: exp.Expr) -> exp.Expr:

@@ -39,8 +39,9 @@ from pyspark.sql import functions as F
 
 from sqlwin.errors import SqlwinError, SqlwinUnsupportedError, SqlwinUsageError
 from sqlwin.spark.connect import is_connect
-from sqlwin.spark.operator import (CARRIED, END_OF_INPUT, PACKED_SCHEMA, OperatorConfig, clock_packer, pack_rows,
-                                   vectorisable)
+from sqlwin.runtime.keyed import KeyedWindowRuntime
+from sqlwin.spark.operator import (CARRIED, END_OF_INPUT, PACKED_SCHEMA, OperatorConfig, clock_packer, keyed_state,
+                                   pack_rows, vectorisable)
 from sqlwin.spark.replay import integral_flags, record_schema
 from sqlwin.spark.processor import WindowProcessor
 from sqlwin.spark.stateful import (JSON_OPTIONS, STAGE_VIEW, UPSTREAM_ROW, StatefulQuery, can_spread_clock, chain_late,
@@ -330,9 +331,12 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     check_input_types(probe, probe_schema)
     bucket_ids = _bucket_layout(spark, checkpoint, query_text, buckets)
     buckets = len(bucket_ids)
-    # One clock for the stream: spread over the buckets where the general runtime runs (the
-    # vectorised ones do not take the stream's extremes yet); a chain keeps one bucket per stage.
-    spread = _spread_layout(checkpoint, upstream is None and _general_runtime(probe, probe_schema))
+    # One clock for the stream: spread over the buckets by the GROUP BY keys (a chain: each stage
+    # by its own keys, stage 2 told the batch extremes of stage 1's results).
+    spread = _spread_layout(checkpoint, True)
+    # The general runtime's state in pieces of keys where its batches touch only their own keys
+    # (runtime/keyed.py); a checkpoint of an earlier version keeps a bucket's state as one value.
+    keyed = _kept_layout(checkpoint, "keyed_state", True)
     stateful = prepare_stateful(first, "streaming", buckets, bucket_ids, spread=spread)
     if upstream is None:
         _check_restart(checkpoint, query_text, stateful, plan_of)
@@ -343,7 +347,7 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     control_dir = Path(checkpoint) / "sqlwin-control"
     control_dir.mkdir(parents=True, exist_ok=True)
     control = spark.readStream.schema("__bucket INT, __control STRING").json(str(control_dir))
-    output, schema, clock = _window_operator(runner, stateful, query_text, control)
+    output, schema, clock = _window_operator(runner, stateful, query_text, control, keyed)
     control_buckets = tuple(stateful.bucket_ids or range(stateful.bucket_count))
     inner = None
     if upstream is not None:
@@ -361,8 +365,8 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
         runner.sql(stateful.result_sql(typed, carry=True), query_text).drop("__batch", "__seq") \
             .createOrReplaceTempView(view)
         outer = plan_of(outer_query(plan, view, {}))
-        stateful = prepare_stateful(outer, "streaming", buckets, bucket_ids, carry=True)
-        output, schema, clock = _window_operator(runner, stateful, query_text, control)
+        stateful = prepare_stateful(outer, "streaming", buckets, bucket_ids, carry=True, spread=spread)
+        output, schema, clock = _window_operator(runner, stateful, query_text, control, keyed)
         control_buckets = tuple(sorted(set(control_buckets) | set(stateful.bucket_ids or range(stateful.bucket_count))))
         if clock != "none":
             raise SqlwinUnsupportedError(
@@ -400,7 +404,8 @@ class Stage:
     carried_schema: t.Any
 
 
-def _window_operator(runner: "SparkRunner", stateful: StatefulQuery, query_text: str, control: "DataFrame"):
+def _window_operator(runner: "SparkRunner", stateful: StatefulQuery, query_text: str, control: "DataFrame",
+                     keyed: bool = False):
     """One stateful stage: the query's input rows packed, with the control rows, through the window
     runtime in transformWithStateInPandas. (records, their schema, the clock that drives timers)"""
     rows = runner.sql(stateful.input_sql(arrival=False), query_text)
@@ -427,8 +432,10 @@ def _window_operator(runner: "SparkRunner", stateful: StatefulQuery, query_text:
         time_mode = "EventTime"
     elif clock == "processing":
         time_mode = "ProcessingTime"
+    vectorised = vectorisable(config, rows.schema)
+    runtime_class = vectorised or (KeyedWindowRuntime if keyed and keyed_state(config) else None)
     processor = WindowProcessor(config, integral_flags(rows), clock, _tick_ms(config), operator_input.columns,
-                                rows.columns, vectorisable(config, rows.schema))
+                                rows.columns, runtime_class, schema)
     output = operator_input.groupBy("__bucket").transformWithStateInPandas(processor, schema, "Append", time_mode)
     return output, schema, clock
 
@@ -448,15 +455,20 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
     probe_schema = runner.sql(probe.input_sql(arrival=False), plan.sql).schema
     check_input_types(probe, probe_schema)
     count = buckets or runner.shuffle_partitions
-    stateful = prepare_stateful(plan, "streaming", count, spread=_general_runtime(probe, probe_schema))
+    stateful = prepare_stateful(plan, "streaming", count, spread=True)
     input_sql = stateful.input_sql(arrival=False)
     rows = runner.sql(input_sql, plan.sql)
     config = stateful.config
     vectorised = vectorisable(config, rows.schema)
-    engine = (f"the vectorised runtime ({vectorised.__name__}), its state in segments: a batch reads and "
-              "writes only the keys it touches" if vectorised else
-              "the general window runtime, one state value per bucket (the vectorised one covers event-time "
-              "windows with count / sum / min / max / avg and a clock per key)")
+    if vectorised:
+        engine = (f"the vectorised runtime ({vectorised.__name__}), its state in segments: a batch reads and "
+                  "writes only the keys it touches")
+    elif keyed_state(config):
+        engine = ("the general window runtime, its state in segments of keys: a batch reads and writes only the "
+                  "keys it touches and those whose windows its clock closes")
+    else:
+        engine = ("the general window runtime, one state value per bucket (timers, processing time or an idle "
+                  "timeout visit every key as time passes)")
     if stateful.relation.options.get("arrival_time"):
         clock = ("processing time read from the rows' arrival_time: Spark's event-time watermark over it "
                  "drives the timers (EventTime mode)")
@@ -472,7 +484,7 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
          f"{stateful.bucket_count} buckets (the session's shuffle partitions at the first start, kept by the "
          f"checkpoint){spread_note}" if stateful.bucket_count > 1 else
          "streaming: Structured Streaming; each micro-batch's rows packed (mapInArrow) into one bucket: one clock "
-         "for the stream, which one operator call judges" + _one_bucket_reason(stateful, vectorised)),
+         "for the stream, which one operator call judges" + _one_bucket_reason(stateful)),
         f"operator: groupBy(bucket).transformWithStateInPandas through {engine}; RocksDB state in the checkpoint",
         f"clock: {clock}",
         "sink: foreachBatch writes <sink>/batch_id=N/ (replaced when Spark re-runs a batch: exactly once)"
@@ -484,21 +496,14 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
                         f"{stateful.result_sql('<records>')}", strategies)
 
 
-def _general_runtime(probe: StatefulQuery, schema) -> bool:
-    """The general runtime runs this query: a clock for the stream may then be spread over the
-    buckets (the vectorised runtimes do not take the stream's extremes yet)."""
-    return vectorisable(probe.config, schema) is None
-
-
-def _one_bucket_reason(stateful: StatefulQuery, vectorised) -> str:
+def _one_bucket_reason(stateful: StatefulQuery) -> str:
     """Why a stream with one clock runs in one bucket."""
     if not stateful.key_sql:
         return " (no GROUP BY key to spread its rows by)"
     if not can_spread_clock(stateful.config.watermark):
-        return (" (a 'min_event_time' clock or an event-time idle timeout needs every row in one place: a late row "
-                "must not lower the oldest time, and only the runtime knows which rows are late)")
-    if vectorised:
-        return " (the vectorised runtime does not yet take the stream's clock from other buckets)"
+        return (" (a 'min_event_time' clock or an idle timeout needs every row in one place: a late row must not "
+                "lower the oldest time, and only the runtime knows which rows are late; an idle stream's clock jumps "
+                "past the last open window of every key)")
     return ""
 
 
@@ -506,8 +511,10 @@ def _second_stage(plan: "QueryPlan") -> str:
     inherit = ("its watermark follows stage 1's firings (watermark_strategy 'upstream')"
                if plan.propagation.inherit else "its own watermark over window_time")
     return (f"stage 2: {plan.propagation.outer.function} over stage 1's results (window propagation), a second "
-            f"transformWithStateInPandas in the same stream; {inherit}; its results go to the sink, and stage 1's "
-            "late, rejected and progress records pass through it unchanged (to the late sink, stage 1)")
+            "transformWithStateInPandas in the same stream, its rows spread over the buckets by its own GROUP BY "
+            f"keys where it has some, every bucket told the batch extremes of stage 1's results; {inherit}; its "
+            "results go to the sink, and stage 1's late, rejected and progress records pass through it unchanged "
+            "(to the late sink, stage 1)")
 
 
 def _sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
@@ -846,17 +853,23 @@ def _bucket_layout(spark, checkpoint: str, query_text: str, requested: int | Non
 
 
 def _spread_layout(checkpoint: str, wanted: bool) -> bool:
-    """Whether this stream's one clock is spread over its buckets: decided at the first start and
-    kept by the checkpoint, whose state lives where the first start put it (a checkpoint of an
-    earlier version ran such a stream in one bucket, and keeps doing so)."""
+    """Whether this stream's one clock is spread over its buckets (a checkpoint of an earlier
+    version ran such a stream in one bucket, and keeps doing so)."""
+    return _kept_layout(checkpoint, "stream_clock_spread", wanted)
+
+
+def _kept_layout(checkpoint: str, name: str, wanted: bool) -> bool:
+    """A choice of state layout, decided at the first start and kept by the checkpoint, whose
+    state lives where the first start put it: a checkpoint an earlier version ran without the
+    choice keeps the layout it has."""
     stored = _stored(checkpoint)
-    if "stream_clock_spread" in stored:
-        return bool(stored["stream_clock_spread"])
+    if name in stored:
+        return bool(stored[name])
     offsets = Path(checkpoint) / "spark" / "offsets"
     ran = offsets.is_dir() and any(offsets.iterdir())  # Spark planned a batch: its state is where it is
-    stored["stream_clock_spread"] = spread = wanted and not ran
+    stored[name] = chosen = wanted and not ran
     _store(checkpoint, stored)
-    return spread
+    return chosen
 
 
 def state_settings(stateful: StatefulQuery) -> dict[str, str]:

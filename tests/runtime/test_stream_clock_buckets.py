@@ -170,3 +170,107 @@ def test_min_event_time_refuses_to_combine():
                        [AggregateSpec("count")])
     with pytest.raises(RuntimeConfigError):
         rt.process_batch([(("a",), 5 * S, (1,))], 0, {0: (1 * S, 9 * S)})
+
+
+# -- the vectorised runtimes (and their state in segments) take the stream's extremes the same way
+
+def _vector_cases():
+    from sqlwin.runtime.vector import CountFinalRuntime, FixedFinalRuntime, SessionFinalRuntime
+
+    lateness = {"window_closed": "window_closed", "before_watermark": "before_watermark"}
+    for kind, windower, cls in (("tumble", Tumble(10 * S), FixedFinalRuntime),
+                                ("hop", Hop(5 * S, 10 * S), FixedFinalRuntime),
+                                ("session", Session(6 * S), SessionFinalRuntime),
+                                ("count", CountWindow(3, 2, timed=True), CountFinalRuntime)):
+        for rule in lateness:
+            yield kind, windower, cls, rule
+
+
+@pytest.mark.parametrize("kind, windower, cls, rule", list(_vector_cases()))
+@pytest.mark.parametrize("segmented", [False, True])
+def test_vectorised_buckets_told_the_streams_extremes_equal_one_runtime(kind, windower, cls, rule, segmented):
+    from sqlwin.runtime.segments import MemoryStore, SegmentedState
+
+    spec = WatermarkSpec(delay=2 * S, scope="stream", lateness_rule=rule)
+    aggregates = [AggregateSpec("count"), AggregateSpec("sum", 0), AggregateSpec("max", 0)]
+
+    def make():
+        if segmented:  # two keys a segment: batches load some segments, and close windows in others
+            return SegmentedState(cls, (windower, spec, EmitSpec(), aggregates, False), MemoryStore(),
+                                  segment_keys=2, index_part_keys=4)
+        return cls(windower, spec, EmitSpec(), aggregates)
+
+    general = lambda: WindowRuntime(windower, spec, EmitSpec(), aggregates)  # noqa: E731
+    for seed in range(6):
+        stream = _stream(random.Random(hash((kind, rule, seed)) % 10_000))
+        one = _run(make, stream, 1)
+        assert one[0] or kind == "count", "the stream emitted nothing"
+        # the vectorised runtime in one bucket is the general runtime's answer (its own tests say so);
+        # here: spread over buckets it is still that answer
+        assert _run(general, stream, 1)[1:] == one[1:], seed
+        for buckets in (2, 3, 8):
+            assert _run(make, stream, buckets) == one, (seed, buckets)
+
+
+def _moving_clock(stream) -> tuple[list[int], list[int]]:
+    """A replay's stream clock: the batches in which the stream's newest time moves, with that time."""
+    batches, highs, newest = [], [], None
+    for number, (_, rows) in enumerate(stream):
+        bounds = _bounds(rows, False)
+        if bounds and (newest is None or bounds[0][1] > newest):
+            newest = bounds[0][1]
+            batches.append(number)
+            highs.append(newest)
+    return batches, highs
+
+
+def _run_replay(make, stream, buckets: int, runs: int):
+    """A replay spread over `buckets` partitions: each takes its rows in `runs` runs of whole
+    batches (process_batches), told the batches where the stream's clock moves."""
+    import numpy as np
+
+    from sqlwin.runtime.vector import Columns
+
+    clock_batches, clock_highs = _moving_clock(stream)
+    per_batch: dict[int, list] = {}
+    ended = []
+    for b in range(buckets):
+        runtime = make()
+        numbered = [(n, row) for n, (_, rows) in enumerate(stream) for row in rows if hash(row[0]) % buckets == b]
+        cuts = [len(stream) * i // runs for i in range(runs + 1)]
+        for low, high in zip(cuts, cuts[1:]):
+            piece = [row for n, row in numbered if low <= n < high]
+            mine = [i for i, n in enumerate(clock_batches) if low <= n < high]
+            clock = (np.array([clock_batches[i] for i in mine], np.int64), np.array([clock_highs[i] for i in mine],
+                                                                                      np.int64))
+            cols = Columns.from_rows(piece, 1)
+            numbers = np.array([n for n, _ in numbered if low <= n < high], np.int64)
+            for number, result in runtime.process_batches(cols, numbers, clock if buckets > 1 else None):
+                per_batch.setdefault(number, []).append(result)
+        ended.append(runtime.end_of_input())
+    results = []
+    for number in range(len(stream)):
+        merged = type("Merged", (), {})()
+        merged.emissions = [e for r in per_batch.get(number, []) for e in r.emissions]
+        merged.late = [x for r in per_batch.get(number, []) for x in r.late]
+        merged.rejected = [x for r in per_batch.get(number, []) for x in r.rejected]
+        results.append(merged)
+    end = type("Merged", (), {})()
+    end.emissions = [e for r in ended for e in r.emissions]
+    end.late, end.rejected = [], []
+    return _view(results + [end])
+
+
+@pytest.mark.parametrize("kind, windower, cls, rule", list(_vector_cases()))
+def test_a_replay_spread_over_partitions_told_the_streams_clock_equals_one_partition(kind, windower, cls, rule):
+    spec = WatermarkSpec(delay=2 * S, scope="stream", lateness_rule=rule)
+    aggregates = [AggregateSpec("count"), AggregateSpec("sum", 0), AggregateSpec("max", 0)]
+
+    def make():
+        return cls(windower, spec, EmitSpec(), aggregates)
+
+    for seed in range(6):
+        stream = _stream(random.Random(hash((kind, rule, seed, "replay")) % 10_000), batches=20)
+        one = _run(make, stream, 1)
+        for buckets, runs in ((1, 1), (1, 3), (2, 1), (3, 2), (8, 4)):
+            assert _run_replay(make, stream, buckets, runs) == one, (seed, buckets, runs)
