@@ -3,7 +3,7 @@
     PYSPARK_PYTHON=.venv/bin/python .venv/bin/python benchmarks/scale.py keys \\
         [--new-keys 100000] [--batches 10] [--shuffle-partitions 2] [--query tumble|early|join]
     PYSPARK_PYTHON=.venv/bin/python .venv/bin/python benchmarks/scale.py replay \\
-        [--rows 2000000 --rows 10000000] [--keys 10000] [--batch-rows 100000]
+        [--rows 2000000 --rows 10000000] [--keys 10000] [--batch-rows 100000] [--one-clock]
 
 keys: every micro-batch brings `--new-keys` keys never seen before, two rows each, in the next
 minute of event time. sqlwin (TUMBLE 1 min, a watermark per key, count and avg) and the native
@@ -125,8 +125,9 @@ def replay(args) -> None:
     workers.start()
     tmp = Path(tempfile.mkdtemp(prefix="sqlwin-scale-replay-"))
     try:
-        print(f"pyspark {spark.version}, local[2], {args.shuffle_partitions} shuffle partitions; "
-              f"{args.keys:,} keys, TUMBLE 1 min, count + sum")
+        print(f"pyspark {spark.version}, {spark.sparkContext.master}, {args.shuffle_partitions} shuffle partitions; "
+              f"{args.keys:,} keys, TUMBLE 1 min, count + sum, "
+              + ("one clock for the stream" if args.one_clock else "a clock per key (PARTITION BY k)"))
         print(f"{'rows':>11}  {'case':<28}  {'seconds':>8}  {'rows/s':>10}  {'x complete':>10}  {'py peak MiB':>11}")
         for rows in args.rows:
             path = tmp / f"events-{rows}"
@@ -139,8 +140,9 @@ def replay(args) -> None:
                 "CAST(rand(11) * 100 AS DOUBLE) AS v", "id AS seq", f"id div {args.batch_rows} AS batch")
              .write.parquet(str(path)))
             spark.read.parquet(str(path)).createOrReplaceTempView("events")
+            partition = "" if args.one_clock else "PARTITION BY k "
             base = ("SELECT k, window_start, window_end, count(*) AS n, sum(v) AS s FROM TUMBLE(TABLE events "
-                    "PARTITION BY k WATERMARK ts DELAY OF INTERVAL 5 SECONDS{with}, DESCRIPTOR(ts), "
+                    f"{partition}WATERMARK ts DELAY OF INTERVAL 5 SECONDS{{with}}, DESCRIPTOR(ts), "
                     "INTERVAL 1 MINUTE) GROUP BY k, window_start, window_end")
             cases = [("complete input", base.replace("{with}", "")),
                      ("replay, arrival_order", base.replace("{with}", " WITH (arrival_order = seq)")),
@@ -180,6 +182,8 @@ def main() -> None:
     rep.add_argument("--batch-rows", type=int, default=100_000)
     rep.add_argument("--repeat", type=int, default=1)
     rep.add_argument("--shuffle-partitions", type=int, default=2)
+    rep.add_argument("--one-clock", action="store_true",
+                     help="no PARTITION BY: one clock for the stream (the replay spreads it over the partitions)")
     args = parser.parse_args()
     if args.what == "keys":
         growing_keys(args)

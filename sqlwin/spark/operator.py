@@ -14,6 +14,7 @@ beyond what the streaming processor needs (the processor class is created lazily
 from __future__ import annotations
 
 import functools
+import math
 import pickle
 import typing as t
 from dataclasses import dataclass
@@ -625,11 +626,35 @@ def unpack_rows(packed: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
 # --------------------------------------------------------------------------- replay
 
 
-STREAM_CLOCK = "__clock"  # a replay's clock row (its side; NULL on a data row): see replay._with_stream_clock
+class _StreamClock:
+    """A replay's stream clock (replay._stream_clock: batch, side and newest time arrays, sorted by
+    batch) handed out in order: the clock batches up to a batch, each as {side: (time, time)}."""
+
+    def __init__(self, arrays):
+        self.batches, self.sides, self.times = arrays if arrays is not None else ((), (), ())
+        self.position = 0
+
+    def until(self, batch: int | float) -> dict[int, dict[int, tuple[int, int]]]:
+        """The clock batches not handed out yet, up to `batch` (inclusive)."""
+        stop = int(np.searchsorted(self.batches, batch, "right")) if batch != math.inf else len(self.batches)
+        out: dict[int, dict[int, tuple[int, int]]] = {}
+        for b, side, time in zip(self.batches[self.position:stop].tolist(), self.sides[self.position:stop].tolist(),
+                                 self.times[self.position:stop].tolist()):
+            out.setdefault(b, {})[side] = (time, time)
+        self.position = max(self.position, stop)
+        return out
+
+    def arrays_until(self, batch: int | float) -> tuple[np.ndarray, np.ndarray]:
+        """(batches, newest times) of the clock batches not handed out yet up to `batch` (one side)."""
+        stop = int(np.searchsorted(self.batches, batch, "right")) if batch != math.inf else len(self.batches)
+        out = (np.asarray(self.batches[self.position:stop], np.int64), np.asarray(self.times[self.position:stop],
+                                                                                   np.int64))
+        self.position = max(self.position, stop)
+        return out
 
 
 def replay_partition(config: OperatorConfig, integral: tuple[bool, ...], vectorised: type | None,
-                     batch_times: list[tuple[int, int]] | None, arrow_schema, spread: bool = False):
+                     batch_times: list[tuple[int, int]] | None, arrow_schema, stream_clock=None):
     """mapInArrow body: replay one partition's recorded rows (sorted by __batch, __order), then end
     the input.
 
@@ -638,11 +663,12 @@ def replay_partition(config: OperatorConfig, integral: tuple[bool, ...], vectori
     holds one chunk and the open state, never the partition. `batch_times` (when the query has
     timers and arrival times) is the stream's (batch, time) list: processing time passes for
     every partition at every batch, as it does in a live stream (where a timer wakes each bucket).
-    `spread`: one clock for the stream over every partition; clock rows (STREAM_CLOCK not NULL)
-    carry the batches in which the stream's clock moves, and the stream's newest time in each.
+    `stream_clock`: one clock for the stream over every partition (replay._stream_clock): the
+    batches in which it moves, replayed here too with rows of this partition or not.
     """
     if vectorised is not None and not config.timers:
-        return _vector_replay(config, integral, vectorised, arrow_schema, spread)
+        return _vector_replay(config, integral, vectorised, arrow_schema, stream_clock)
+    spread = stream_clock is not None
 
     def emit(out: list[tuple]) -> t.Iterator["pa.RecordBatch"]:
         yield from _tuple_batches(out, arrow_schema)
@@ -651,16 +677,13 @@ def replay_partition(config: OperatorConfig, integral: tuple[bool, ...], vectori
         state = BucketState(config, integral, vectorised)
         clock = _GlobalClock(batch_times)
         stream_time = dict(batch_times or ())
+        moves = _StreamClock(stream_clock)
         pending: pd.DataFrame | None = None
 
-        def run(frame: pd.DataFrame) -> list[tuple]:
+        def run(frame: pd.DataFrame, upto: int | float) -> list[tuple]:
+            """The batches of `frame`, and the stream clock's batches up to `upto`."""
             out: list[tuple] = []
-            stream_clock: dict[int, dict[int, tuple[int, int]]] = {}
-            if spread:
-                marks = frame[STREAM_CLOCK].notna().to_numpy()
-                for b, side, time in frame.loc[marks, ["__batch", STREAM_CLOCK, "__time"]].itertuples(index=False):
-                    stream_clock.setdefault(int(b), {})[int(side)] = (int(time), int(time))
-                frame = frame[~marks].reset_index(drop=True)
+            bounds = moves.until(upto) if spread else {}
             batches = frame["__batch"].to_numpy()
             edges = np.concatenate([[0], np.flatnonzero(np.diff(batches)) + 1]).astype(np.int64) if len(frame) \
                 else np.empty(0, np.int64)
@@ -669,14 +692,14 @@ def replay_partition(config: OperatorConfig, integral: tuple[bool, ...], vectori
                 else np.full(len(frame), np.nan)
             newest = np.fmax.reduceat(ptimes, edges) if len(ptimes) else ptimes
             times = [None if t != t else int(t) for t in newest.tolist()]
-            if not config.timers and not stream_clock:
+            if not config.timers and not spread:
                 for b, results in state.process_batches(frame, [t or 0 for t in times]):
                     out += records(config, results, b)
                 return out
             ends = np.append(edges[1:], len(frame)).tolist()
             spans = {int(batches[a]): (a, z, newest_time) for a, z, newest_time in zip(edges.tolist(), ends, times)}
-            rows = state.rows_of(frame)
-            for batch in sorted(set(spans) | set(stream_clock)):  # time passes between batches
+            rows = state.rows_of(frame) if len(frame) else []
+            for batch in sorted(set(spans) | set(bounds)):  # time passes between batches
                 start, stop, newest_time = spans.get(batch, (0, 0, None))
                 if spread and batch in stream_time:  # the batch's time: the whole stream's newest arrival
                     newest_time = stream_time[batch]
@@ -687,10 +710,10 @@ def replay_partition(config: OperatorConfig, integral: tuple[bool, ...], vectori
                         out += records(config, state.advance(now), after)
                 batch_time = newest_time if newest_time is not None else (now if now is not None else 0)
                 state.now = batch_time if state.now is None else max(state.now, batch_time)
-                out += records(config, state.process_rows(rows[start:stop], batch_time, stream_clock.get(batch)),
-                               batch)
+                out += records(config, state.process_rows(rows[start:stop], batch_time, bounds.get(batch)), batch)
             return out
 
+        frame = None
         for chunk in chunks:
             if chunk.num_rows == 0:
                 continue
@@ -702,10 +725,12 @@ def replay_partition(config: OperatorConfig, integral: tuple[bool, ...], vectori
             last = np.flatnonzero(batches == batches[-1])[0]  # sorted: the last batch's first row
             pending = frame.iloc[last:]
             if last:
-                yield from emit(run(frame.iloc[:last].reset_index(drop=True)))
+                yield from emit(run(frame.iloc[:last].reset_index(drop=True), int(batches[last - 1])))
         out: list[tuple] = []
         if pending is not None and len(pending):
-            out += run(pending.reset_index(drop=True))
+            out += run(pending.reset_index(drop=True), math.inf)
+        elif spread and frame is not None:  # the stream's clock after this partition's last rows
+            out += run(frame.iloc[:0], math.inf)
         final, last_batch = clock.before(END_BATCH)
         if final is not None and config.timers:
             out += records(config, state.advance(final), last_batch)
@@ -728,7 +753,7 @@ REPLAY_RUN_ROWS = 1 << 16  # the vectorised replay's runs: at least this many ro
 
 
 def _vector_replay(config: OperatorConfig, integral: tuple[bool, ...], vectorised: type, arrow_schema,
-                   spread: bool = False):
+                   stream_clock=None):
     """replay_partition for a query the vectorised runtime covers (event time, no timers).
 
     Spark's Arrow chunks are gathered into runs of whole micro-batches of at least
@@ -743,19 +768,21 @@ def _vector_replay(config: OperatorConfig, integral: tuple[bool, ...], vectorise
         c = config
         runtime = vectorised(c.windower, c.watermark, c.emit, c.aggregates, c.processing_time)
         runtime.columnar = True
+        moves = _StreamClock(stream_clock) if stream_clock is not None else None
+        last = None
         for run in _batch_runs(chunks, REPLAY_RUN_ROWS):
-            stream_clock = None
-            if spread:  # the clock rows: the batches in which the stream's clock moves (see replay_partition)
-                import pyarrow.compute as pc
-
-                marks = pc.is_valid(_array(run, STREAM_CLOCK))
-                clock = run.filter(marks)
-                stream_clock = (_array(clock, "__batch").to_numpy().astype(np.int64),
-                                _array(clock, "__time").to_numpy().astype(np.int64))
-                run = run.filter(pc.invert(marks))
             batches = _array(run, "__batch").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-            results = runtime.process_batches(arrow_columns(run, config, integral), batches, stream_clock)
+            # the stream's clock batches up to this run's last (see replay_partition)
+            clock = moves.arrays_until(int(batches[-1])) if moves is not None else None
+            results = runtime.process_batches(arrow_columns(run, config, integral), batches, clock)
             yield from _result_batches(config, results, arrow_schema)
+            last = run
+        if moves is not None and last is not None:  # the stream's clock after this partition's last rows
+            clock = moves.arrays_until(math.inf)
+            if len(clock[0]):
+                empty = last.slice(0, 0)
+                results = runtime.process_batches(arrow_columns(empty, config, integral), np.empty(0, np.int64), clock)
+                yield from _result_batches(config, results, arrow_schema)
         yield from _result_batches(config, [(END_BATCH, runtime.end_of_input())], arrow_schema)
 
     return replay

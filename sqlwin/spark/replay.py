@@ -16,8 +16,7 @@ import typing as t
 import uuid
 from dataclasses import dataclass
 
-from sqlwin.spark.operator import (RECORD_TYPES, STREAM_CLOCK, record_columns, replay_columns, replay_partition,
-                                   vectorisable)
+from sqlwin.spark.operator import RECORD_TYPES, record_columns, replay_columns, replay_partition, vectorisable
 from sqlwin.spark.stateful import (RESULT_ORDER, STAGE_VIEW, UPSTREAM_ROW, StatefulQuery, chain_late, check_input_types,
                                    prepare_stateful)
 from sqlwin.sql.joins import describe_join
@@ -47,7 +46,7 @@ def run_replay(runner: "SparkRunner", plan: QueryPlan, late_row_struct: str | No
     """`late_row_struct`: a chain's second stage, whose late rows hold their row as one struct column."""
     if plan.propagation is not None:
         return _replay_chain(runner, plan)
-    query = prepare_stateful(plan, "replay", runner.shuffle_partitions, spread=True)
+    query = prepare_stateful(plan, "replay", runner.shuffle_partitions, spread=True, partial=True)
     rows = runner.sql(query.input_sql(arrival=True), plan.sql)
     check_input_types(query, rows.schema)
     schema = record_schema(query, rows)
@@ -61,14 +60,15 @@ def run_replay(runner: "SparkRunner", plan: QueryPlan, late_row_struct: str | No
     from pyspark.sql.pandas.types import to_arrow_schema
 
     vectorised = vectorisable(config, rows.schema, many_batches=True)
+    # One clock for the stream over every partition: each is told the stream's clock per batch.
+    stream_clock = _stream_clock(rows, query) if query.spread else None
     function = replay_partition(config, integral_flags(rows), vectorised, batch_times,
-                                to_arrow_schema(schema, timezone="UTC"), query.spread)
+                                to_arrow_schema(schema, timezone="UTC"), stream_clock)
     positions = config.clock_positions
     clock_keys = [f"__k{i}" for i in (range(config.key_count) if positions is None else positions)]
     columns = replay_columns(config, vectorised)
-    if query.spread:  # one clock for the stream, over every partition: each told the stream's clock
-        spread = _with_stream_clock(rows, query).repartition(query.bucket_count, "__bucket")
-        columns = columns + [STREAM_CLOCK]
+    if query.spread:
+        spread = rows.repartition(query.bucket_count, "__bucket")
     elif clock_keys and query.bucket_count > 1:
         spread = rows.repartition(query.bucket_count, *clock_keys)
     else:  # one clock for the stream (or a mode that judges every key against the others)
@@ -90,34 +90,40 @@ def run_replay(runner: "SparkRunner", plan: QueryPlan, late_row_struct: str | No
     return ReplayResult(result, late, query, ordered.drop("__seq"), ordered, late_batched)
 
 
-def _with_stream_clock(rows: "DataFrame", query: StatefulQuery) -> "DataFrame":
-    """The rows (each with its bucket, by its GROUP BY keys), and for every bucket one clock row
-    per recorded batch in which the stream's clock moves: its __time the batch's newest event
-    time over the whole stream (rows with a key and a time; per side for a join), its side in
-    STREAM_CLOCK. A partition replays those batches too, with rows of its own or not, so it
-    commits the clock one partition holding every row would (as a stream's buckets are told
-    the batch's extremes). The clock rows come from one aggregation per batch, not per row.
-    With 'max_event_time' / 'upstream' the clock moves only where a batch's newest time passes
-    the newest before it; other strategies move with every batch that has rows."""
-    from pyspark.sql import Window
+def _stream_clock(rows: "DataFrame", query: StatefulQuery):
+    """The stream's clock per recorded batch, for a replay whose one clock is spread over the
+    partitions: (batch, side, newest event time) arrays, sorted by batch, of the batches in which
+    it moves -- the newest time of the batch's rows with a key and a time, over the whole stream
+    (per side for a join). One aggregation per batch, collected to the driver and handed to every
+    partition with the replay's function (Spark broadcasts a large one), so that each partition
+    replays those batches too, with rows of its own or not, and commits the clock one partition
+    holding every row would (as a stream's buckets are told the batch's extremes). With
+    'max_event_time' / 'upstream' the clock moves only where a batch's newest time passes the
+    newest before it; other strategies move with every batch that has rows."""
+    import numpy as np
     from pyspark.sql import functions as F
 
     config = query.config
     valid = F.col("__time").isNotNull()
     for i in range(config.key_count):
         valid &= F.col(f"__k{i}").isNotNull()
-    side = F.col("__a0").cast("int") if query.plan.join is not None else F.lit(0)
-    per_batch = rows.where(valid).groupBy("__batch", side.alias(STREAM_CLOCK)).agg(F.max("__time").alias("__time"))
+    side = F.col("__a0").cast("bigint") if query.plan.join is not None else F.lit(0).cast("bigint")
+    per_batch = rows.where(valid).groupBy(F.col("__batch").cast("bigint").alias("b"), side.alias("s")) \
+        .agg(F.max("__time").alias("t"))
+    found = per_batch.toPandas()
+    if found.empty:
+        return (np.empty(0, np.int64),) * 3
+    found = found.sort_values(["s", "b"], kind="stable")
+    batches, sides, times = (found[c].to_numpy(np.int64) for c in ("b", "s", "t"))
     if config.watermark.strategy in ("max_event_time", "upstream"):
-        before = F.max("__time").over(Window.partitionBy(STREAM_CLOCK).orderBy("__batch")
-                                      .rowsBetween(Window.unboundedPreceding, -1))
-        per_batch = per_batch.withColumn("__before", before) \
-            .where(F.col("__before").isNull() | (F.col("__time") > F.col("__before"))).drop("__before")
-    ids = query.bucket_ids or tuple(range(query.bucket_count))
-    buckets = rows.sparkSession.createDataFrame([(i,) for i in ids], "__bucket INT")
-    clock = per_batch.crossJoin(F.broadcast(buckets))
-    data = rows.withColumn(STREAM_CLOCK, F.lit(None).cast("int"))
-    return data.unionByName(clock, allowMissingColumns=True)
+        keep = np.ones(len(batches), bool)
+        for one in np.unique(sides):  # per side: where the running maximum rises
+            mine = np.flatnonzero(sides == one)
+            before = np.maximum.accumulate(times[mine])
+            keep[mine[1:]] = times[mine[1:]] > before[:-1]
+        batches, sides, times = batches[keep], sides[keep], times[keep]
+    order = np.argsort(batches, kind="stable")
+    return batches[order], sides[order], times[order]
 
 
 def _in_batch_order(late: "DataFrame") -> "DataFrame":
@@ -153,7 +159,7 @@ def explain_replay(runner: "SparkRunner", plan: QueryPlan):
                             [f"stage 1: {s}" for s in inner.strategies]
                             + [f"stage 2: {plan.propagation.outer.function} replays stage 1's results in the "
                                f"order and arrival batches they were emitted (window propagation); {inherit}"])
-    query = prepare_stateful(plan, "replay", runner.shuffle_partitions, spread=True)
+    query = prepare_stateful(plan, "replay", runner.shuffle_partitions, spread=True, partial=True)
     input_sql = query.input_sql(arrival=True)
     rows = runner.sql(input_sql, plan.sql)  # analysed only: the schema decides the engine path
     check_input_types(query, rows.schema)
@@ -163,7 +169,11 @@ def explain_replay(runner: "SparkRunner", plan: QueryPlan):
               "the general window runtime (the vectorised one covers event-time EMIT FINAL with count / sum / "
               "min / max / avg, and no SESSION in replay)")
     positions = query.config.clock_positions
-    if query.spread:
+    if query.partial_merge is not None:
+        spread = (f"hash-partitioned by a hash of each row (no GROUP BY key) into {query.bucket_count} partitions, "
+                  "one clock for the stream (each partition also replays every batch in which the stream's newest "
+                  "event time moves), partial aggregates per partition merged per window by Spark SQL")
+    elif query.spread:
         spread = (f"hash-partitioned by the GROUP BY keys into {query.bucket_count} partitions, one clock for the "
                   "stream: each partition also replays every batch in which the stream's newest event time moves "
                   "(one aggregation per recorded batch)")

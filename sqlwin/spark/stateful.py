@@ -85,6 +85,11 @@ class StatefulQuery:
     # One clock for the stream, spread over the buckets by the GROUP BY keys: each bucket is told the
     # stream's batch extremes (operator.clock_packer). Else such a stream runs in one bucket.
     spread: bool = False
+    # A windowed aggregation with no key and one clock for the stream, spread over the buckets by a
+    # hash of its rows (`partial_aggregation`): each bucket fires its partial aggregates of a window
+    # (every bucket closes it in the same micro-batch: one clock), and typed_emissions_sql merges
+    # them -- the merged SQL of each aggregate over the partial columns __agg<j>.
+    partial_merge: tuple[str, ...] | None = None
 
     # -- step 1 ------------------------------------------------------------------------
 
@@ -113,6 +118,8 @@ class StatefulQuery:
         if not clock_keys or self.bucket_count == 1:
             return str(self.bucket_ids[0]) if self.bucket_ids else "0"
         index = f"pmod(hash({', '.join(clock_keys)}), {self.bucket_count})"
+        if self.partial_merge is not None:  # the hidden key is the bucket's index already
+            index = self.key_sql[0]
         if not self.bucket_ids or self.bucket_ids == tuple(range(self.bucket_count)):
             return index
         return f"element_at(array({', '.join(map(str, self.bucket_ids))}), {index} + 1)"
@@ -129,6 +136,16 @@ class StatefulQuery:
         aggregates = [f"__agg{i}" for i in range(len(self.config.aggregates))]
         columns = [*keys, *self._window_columns(), "__windex AS window_index", *aggregates,
                    "__op", "__firing", "__seq", "__batch"]
+        if self.partial_merge is not None and not carry:
+            # The buckets' partial aggregates of a window (all fired in one batch) merged into one row;
+            # its sequence: the first bucket's (each bucket numbers its own emissions).
+            window = ["window_start", "window_end", "window_time", "window_index", "__op", "__firing", "__batch"]
+            partials = [*self._window_columns(), "__windex AS window_index", *aggregates, "__op", "__firing",
+                        "__seq", "__batch"]
+            merged = [f"{sql} AS __agg{i}" for i, sql in enumerate(self.partial_merge)]
+            return (f"SELECT {', '.join(window[:4])}, {', '.join(merged)}, __op, __firing, min(__seq) AS __seq, "
+                    f"__batch FROM (SELECT {', '.join(partials)} FROM {records} WHERE __kind = 'emit') "
+                    f"GROUP BY {', '.join(window)}")
         if not carry:
             return f"SELECT {', '.join(columns)} FROM {records} WHERE __kind = 'emit'"
         record = named_struct((name, name) for name in (*CARRIED_FIELDS, *(f"__r{i}" for i in range(self.config.late_width))))
@@ -252,7 +269,8 @@ class StatefulQuery:
 
 
 def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
-                     bucket_ids: tuple[int, ...] = (), carry: bool = False, spread: bool = False) -> StatefulQuery:
+                     bucket_ids: tuple[int, ...] = (), carry: bool = False, spread: bool = False,
+                     partial: bool = False) -> StatefulQuery:
     """Check that the query has the windowed-aggregation shape and derive everything around the runtime.
 
     `carry`: the second stage of a chain, whose input has the first stage's records in a CARRY
@@ -341,13 +359,69 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
     else:
         spread = spread and not clock_keys and bool(keys) and can_spread_clock(watermark)
         count = bucket_count if clock_keys or spread else 1
+    merge = None
+    if partial and not keys and clock_positions == () and bucket_count > 1 and not carry:
+        split = partial_aggregation(rel, plan.emit, watermark, specs, arguments)
+        if split is not None:  # no key: a hash of the rows spreads them, the buckets' partials merge
+            specs, merge = split
+            keys = [f"pmod(hash({', '.join([_time_micros(rel), *arguments])}), {bucket_count})"]
+            key_names = [SPREAD_KEY]
+            config = dataclasses.replace(config, aggregates=tuple(specs), key_count=1)
+            spread, count = True, bucket_count
     return StatefulQuery(
         plan=plan, relation=rel, config=config, key_names=key_names, argument_sql=arguments,
         aggregate_sql=[_aggregate_identity(n) for n in aggregate_nodes], row_columns=row_columns,
         source_sql=source_sql, with_sql=with_sql, key_sql=keys,
         bucket_count=count, bucket_ids=tuple(bucket_ids)[:count], carry=carry,
-        where_guard=len(aggregate_nodes) if inside else None, spread=spread and count > 1,
+        where_guard=len(aggregate_nodes) if inside else None, spread=spread and count > 1, partial_merge=merge,
     )
+
+
+SPREAD_KEY = "__spread"  # the hidden key a windowed aggregation with no key is spread by
+
+
+def partial_aggregation(rel: WindowRelation, emit, watermark, specs: list[AggregateSpec],
+                        arguments: list[str]) -> tuple[list[AggregateSpec], tuple[str, ...]] | None:
+    """A windowed aggregation with no key as partial aggregates per bucket and their merge, as
+    Spark's partial / final aggregation: (the partial specs, the merged SQL of each aggregate over
+    the partial columns __agg<j>), or None where it does not merge. It merges for windows fixed by
+    time (TUMBLE, HOP, CUMULATE: a row's windows do not depend on the other rows, as a SESSION's
+    or a COUNT_WINDOW's do), EMIT FINAL (each window fires once, in the batch the stream's clock
+    closes it, in every bucket), one clock for the stream that combines, and aggregates with a
+    partial form: count, sum, min, max over numbers, max_by / min_by (with the max / min of their
+    ordering value beside them). Other queries run in one bucket."""
+    from sqlwin.ir import Cumulate, Hop, Tumble
+
+    if not isinstance(rel.windower, (Tumble, Hop, Cumulate)) or not emit.is_final_only or emit.allowed_lateness:
+        return None
+    if watermark.scope != "stream" or not can_spread_clock(watermark):
+        return None
+    partial: list[AggregateSpec] = []
+    merge: list[str] = []
+    for spec in specs:
+        j = len(partial)
+        if spec.func == "count":
+            partial.append(spec)
+            merge.append(f"CAST(sum(__agg{j}) AS BIGINT)")
+        elif spec.func in ("min", "max"):
+            partial.append(spec)
+            merge.append(f"{spec.func}(__agg{j})")
+        elif spec.func == "sum" and _numeric_argument(rel, arguments[spec.arg]):
+            partial.append(spec)
+            merge.append(f"sum(__agg{j})")
+        elif spec.func in ("max_by", "min_by"):
+            # max_by(v, k): each bucket's max_by and max(k); merged, the max_by of those
+            partial += [spec, AggregateSpec("max" if spec.func == "max_by" else "min", spec.arg2)]
+            merge.append(f"{spec.func}(__agg{j}, __agg{j + 1})")
+        else:
+            return None
+    return partial, tuple(merge)
+
+
+def _numeric_argument(rel: WindowRelation, sql: str) -> bool:
+    """A plain column of an integer or floating type (a sum's partials merge to the same type)."""
+    kind = rel.columns.get(sql.strip("`").lower()) or rel.columns.get(sql.strip("`"), "")
+    return kind in ("tinyint", "smallint", "int", "integer", "bigint", "long", "float", "double")
 
 
 def can_spread_clock(watermark) -> bool:

@@ -337,7 +337,10 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     # The general runtime's state in pieces of keys where its batches touch only their own keys
     # (runtime/keyed.py); a checkpoint of an earlier version keeps a bucket's state as one value.
     keyed = _kept_layout(checkpoint, "keyed_state", True)
-    stateful = prepare_stateful(first, "streaming", buckets, bucket_ids, spread=spread)
+    # A windowed aggregation with no key: partial aggregates per bucket, merged per window (a
+    # checkpoint of an earlier version keeps its one bucket).
+    partial = _kept_layout(checkpoint, "partial_aggregation", spread and upstream is None)
+    stateful = prepare_stateful(first, "streaming", buckets, bucket_ids, spread=spread, partial=partial)
     if upstream is None:
         _check_restart(checkpoint, query_text, stateful, plan_of)
     else:
@@ -455,7 +458,7 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
     probe_schema = runner.sql(probe.input_sql(arrival=False), plan.sql).schema
     check_input_types(probe, probe_schema)
     count = buckets or runner.shuffle_partitions
-    stateful = prepare_stateful(plan, "streaming", count, spread=True)
+    stateful = prepare_stateful(plan, "streaming", count, spread=True, partial=True)
     input_sql = stateful.input_sql(arrival=False)
     rows = runner.sql(input_sql, plan.sql)
     config = stateful.config
@@ -479,6 +482,13 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
     spread_note = (" by the GROUP BY keys; one clock for the stream: each input partition also sends every bucket "
                    "its batch's oldest and newest event time, so every bucket commits the stream's clock"
                    if stateful.spread else "")
+    if stateful.partial_merge is not None:
+        spread_note = (" by a hash of each row (no GROUP BY key): each bucket keeps partial aggregates of a window "
+                       "and fires them when the stream's clock closes it (every bucket in the same micro-batch; "
+                       "each input partition sends every bucket its batch's event-time extremes); per micro-batch "
+                       "Spark SQL merges the partials of each window: "
+                       + ", ".join(f"{sql} -> {merged}" for sql, merged in zip(stateful.aggregate_sql,
+                                                                           stateful.partial_merge)))
     strategies = [
         (f"streaming: Structured Streaming; each micro-batch's rows packed per bucket (mapInArrow) into "
          f"{stateful.bucket_count} buckets (the session's shuffle partitions at the first start, kept by the "
@@ -880,7 +890,8 @@ def state_settings(stateful: StatefulQuery) -> dict[str, str]:
         "window": describe_windower(rel.windower, rel.time),
         "time column": describe_time(rel.time),
         "partition by": ", ".join(rel.partition_by) or "(none: one stream)",
-        "group keys": ", ".join(stateful.key_sql) or "(none)",
+        # the query's own keys (a windowed aggregation with no key is spread by a hidden one)
+        "group keys": ", ".join(stateful.key_sql if stateful.partial_merge is None else ()) or "(none)",
         "watermark": describe_watermark(stateful.config.watermark),
         "emit": describe_emit(plan.emit),
         "aggregates": ", ".join(stateful.aggregate_sql) or "(none)",

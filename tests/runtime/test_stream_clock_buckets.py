@@ -274,3 +274,22 @@ def test_a_replay_spread_over_partitions_told_the_streams_clock_equals_one_parti
         one = _run(make, stream, 1)
         for buckets, runs in ((1, 1), (1, 3), (2, 1), (3, 2), (8, 4)):
             assert _run_replay(make, stream, buckets, runs) == one, (seed, buckets, runs)
+
+
+def test_a_replays_stream_clock_is_handed_out_once_in_batch_order():
+    import math
+
+    import numpy as np
+
+    from sqlwin.spark.operator import _StreamClock
+
+    arrays = (np.array([2, 5, 5, 9]), np.array([0, 0, 1, 0]), np.array([20, 50, 51, 90]))
+    clock = _StreamClock(arrays)
+    assert clock.until(1) == {}
+    assert clock.until(5) == {2: {0: (20, 20)}, 5: {0: (50, 50), 1: (51, 51)}}
+    assert clock.until(5) == {}  # never twice
+    assert clock.until(math.inf) == {9: {0: (90, 90)}}
+    one_side = _StreamClock((np.array([1, 4]), np.array([0, 0]), np.array([10, 40])))
+    batches, times = one_side.arrays_until(3)
+    assert batches.tolist() == [1] and times.tolist() == [10]
+    assert one_side.arrays_until(math.inf)[1].tolist() == [40]
