@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import random
 
 import pytest
@@ -126,8 +127,16 @@ def _replay(sw, spark, query: str, partitions: int) -> tuple[list, list]:
         spark.conf.set("spark.sql.shuffle.partitions", before)
 
 
+# Run in the long sweep only (SQLWIN_SPREAD_ALL=1), to keep the suite under its 20 minutes: EMIT
+# CHANGES over one clock is in tests/test_conservation.py too, and a processing-time idle timeout on
+# one clock runs in one bucket (the path every stream took before).
+LONG_ONLY = {"tumble changes", "idle"}
+
+
 @pytest.mark.parametrize("shape", QUERIES)
 def test_a_one_clock_stream_gives_one_answer_at_any_parallelism(sw, spark, spread_table, tmp_path, shape):
+    if shape in LONG_ONLY and not os.environ.get("SQLWIN_SPREAD_ALL"):
+        pytest.skip("long run: SQLWIN_SPREAD_ALL=1")
     query = QUERIES[shape]
     expected, expected_late = _replay(sw, spark, query, 1)  # one partition: the reference
     assert expected and expected_late
