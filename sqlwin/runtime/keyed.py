@@ -90,6 +90,10 @@ class KeyedWindowRuntime(WindowRuntime):
     def process_columns(self, batch: RowBatch, batch_time_us: int = 0, stream_bounds=None) -> BatchResult:
         return self.process_batch(batch.rows, batch_time_us, stream_bounds)
 
+    def batch_of(self, rows) -> RowBatch:
+        """Row tuples (key, time, values) as process_columns takes them."""
+        return RowBatch.of(list(rows))
+
     def config(self) -> tuple:
         return (self.windower, self.watermark_spec, self.emit, self.aggregate_specs, self.processing_time)
 

@@ -163,13 +163,9 @@ class SegmentedState:
         return out
 
     def process_batch(self, rows, batch_time_us: int, stream_bounds=None) -> BatchResult:
-        from sqlwin.runtime.keyed import KeyedWindowRuntime, RowBatch
-        from sqlwin.runtime.vector import Columns
-
-        if issubclass(self.runtime_class, KeyedWindowRuntime):
-            return self.process_columns(RowBatch.of(list(rows)), batch_time_us, stream_bounds)
-        probe = self.runtime_class(*self.config)
-        return self.process_columns(Columns.from_rows(rows, probe._argument_count), batch_time_us, stream_bounds)
+        """Row tuples, as the runtime's process_batch takes them (read as its `batch_of` says)."""
+        batch = self.runtime_class(*self.config).batch_of(rows)
+        return self.process_columns(batch, batch_time_us, stream_bounds)
 
     def end_of_input(self) -> BatchResult:
         runtime, _ = self._assemble(sorted(self.dir["segments"]))

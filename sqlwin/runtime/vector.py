@@ -183,7 +183,11 @@ class FixedFinalRuntime:
 
     def process_batch(self, rows, batch_time_us: int,
                       stream_bounds: t.Mapping[int, tuple[int, int]] | None = None) -> BatchResult:
-        return self.process_columns(Columns.from_rows(rows, self._argument_count), batch_time_us, stream_bounds)
+        return self.process_columns(self.batch_of(rows), batch_time_us, stream_bounds)
+
+    def batch_of(self, rows) -> Columns:
+        """Row tuples (key, time, values) as process_columns takes them."""
+        return Columns.from_rows(rows, self._argument_count)
 
     def process_columns(self, cols: Columns, batch_time_us: int = 0,
                         stream_bounds: t.Mapping[int, tuple[int, int]] | None = None) -> BatchResult:

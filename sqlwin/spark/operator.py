@@ -631,26 +631,25 @@ class _StreamClock:
     batch) handed out in order: the clock batches up to a batch, each as {side: (time, time)}."""
 
     def __init__(self, arrays):
-        self.batches, self.sides, self.times = arrays if arrays is not None else ((), (), ())
+        self.batches, self.sides, self.times = (np.asarray(a, np.int64) for a in arrays)
         self.position = 0
 
     def until(self, batch: int | float) -> dict[int, dict[int, tuple[int, int]]]:
         """The clock batches not handed out yet, up to `batch` (inclusive)."""
-        stop = int(np.searchsorted(self.batches, batch, "right")) if batch != math.inf else len(self.batches)
         out: dict[int, dict[int, tuple[int, int]]] = {}
-        for b, side, time in zip(self.batches[self.position:stop].tolist(), self.sides[self.position:stop].tolist(),
-                                 self.times[self.position:stop].tolist()):
+        for b, side, time in zip(*(a.tolist() for a in self._take(batch))):
             out.setdefault(b, {})[side] = (time, time)
-        self.position = max(self.position, stop)
         return out
 
     def arrays_until(self, batch: int | float) -> tuple[np.ndarray, np.ndarray]:
         """(batches, newest times) of the clock batches not handed out yet up to `batch` (one side)."""
-        stop = int(np.searchsorted(self.batches, batch, "right")) if batch != math.inf else len(self.batches)
-        out = (np.asarray(self.batches[self.position:stop], np.int64), np.asarray(self.times[self.position:stop],
-                                                                                   np.int64))
-        self.position = max(self.position, stop)
-        return out
+        batches, _, times = self._take(batch)
+        return np.asarray(batches, np.int64), np.asarray(times, np.int64)
+
+    def _take(self, batch: int | float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        stop = len(self.batches) if batch == math.inf else int(np.searchsorted(self.batches, batch, "right"))
+        start, self.position = self.position, max(self.position, stop)
+        return self.batches[start:stop], self.sides[start:stop], self.times[start:stop]
 
 
 def replay_partition(config: OperatorConfig, integral: tuple[bool, ...], vectorised: type | None,
@@ -677,7 +676,7 @@ def replay_partition(config: OperatorConfig, integral: tuple[bool, ...], vectori
         state = BucketState(config, integral, vectorised)
         clock = _GlobalClock(batch_times)
         stream_time = dict(batch_times or ())
-        moves = _StreamClock(stream_clock)
+        moves = _StreamClock(stream_clock) if spread else None
         pending: pd.DataFrame | None = None
 
         def run(frame: pd.DataFrame, upto: int | float) -> list[tuple]:
@@ -713,7 +712,6 @@ def replay_partition(config: OperatorConfig, integral: tuple[bool, ...], vectori
                 out += records(config, state.process_rows(rows[start:stop], batch_time, bounds.get(batch)), batch)
             return out
 
-        frame = None
         for chunk in chunks:
             if chunk.num_rows == 0:
                 continue
@@ -728,9 +726,7 @@ def replay_partition(config: OperatorConfig, integral: tuple[bool, ...], vectori
                 yield from emit(run(frame.iloc[:last].reset_index(drop=True), int(batches[last - 1])))
         out: list[tuple] = []
         if pending is not None and len(pending):
-            out += run(pending.reset_index(drop=True), math.inf)
-        elif spread and frame is not None:  # the stream's clock after this partition's last rows
-            out += run(frame.iloc[:0], math.inf)
+            out += run(pending.reset_index(drop=True), math.inf)  # and the stream's clock after it
         final, last_batch = clock.before(END_BATCH)
         if final is not None and config.timers:
             out += records(config, state.advance(final), last_batch)

@@ -140,8 +140,7 @@ class StatefulQuery:
             # The buckets' partial aggregates of a window (all fired in one batch) merged into one row;
             # its sequence: the first bucket's (each bucket numbers its own emissions).
             window = ["window_start", "window_end", "window_time", "window_index", "__op", "__firing", "__batch"]
-            partials = [*self._window_columns(), "__windex AS window_index", *aggregates, "__op", "__firing",
-                        "__seq", "__batch"]
+            partials = columns[len(keys):]  # without the hidden key
             merged = [f"{sql} AS __agg{i}" for i, sql in enumerate(self.partial_merge)]
             return (f"SELECT {', '.join(window[:4])}, {', '.join(merged)}, __op, __firing, min(__seq) AS __seq, "
                     f"__batch FROM (SELECT {', '.join(partials)} FROM {records} WHERE __kind = 'emit') "
