@@ -36,10 +36,12 @@ QUERIES = {
                     f"FROM HOP(TABLE spread WATERMARK ts DELAY OF INTERVAL 10 SECONDS {ARRIVAL}, DESCRIPTOR(ts), "
                     "INTERVAL 1 MINUTE, INTERVAL 3 MINUTES) GROUP BY k, window_start, window_end LATE ROWS INTO spread_late"),
     # The vectorised runtimes (count / sum / max / avg, EMIT FINAL), their state in segments:
-    "tumble vectorised": ("SELECT k, window_start, window_end, count(*) AS n, sum(v) AS total, avg(v) AS mean "
+    # min_by / max_by with timestamps, ties (equal v, equal ts) going to the earliest row.
+    "tumble vectorised": ("SELECT k, window_start, window_end, count(*) AS n, sum(v) AS total, avg(v) AS mean, "
+                          "max_by(id, ts) AS newest, min_by(ts, v) AS low_at, max_by(ts, v % 7) AS top_at "
                           f"FROM {TUMBLE.format(t='spread')} GROUP BY k, window_start, window_end "
                           "LATE ROWS INTO spread_late"),
-    "session vectorised": ("SELECT k, window_start, window_end, count(*) AS n, max(v) AS top "
+    "session vectorised": ("SELECT k, window_start, window_end, count(*) AS n, max(v) AS top, max_by(ts, v % 5) AS top_at "
                            f"FROM SESSION(TABLE spread WATERMARK ts DELAY OF INTERVAL 20 SECONDS {ARRIVAL}, "
                            "DESCRIPTOR(ts), INTERVAL 40 SECONDS) GROUP BY k, window_start, window_end "
                            "LATE ROWS INTO spread_late"),
@@ -64,7 +66,8 @@ QUERIES = {
     # No GROUP BY key (Nexmark q7's shape): partial aggregates per bucket, merged per window. max_by's
     # ordering value is made unique (v * 1000 + id): with ties any of the tied rows is right.
     "no key": ("SELECT window_start, window_end, count(*) AS n, count(v) AS nv, sum(v) AS total, max(v) AS top, "
-               "min(v) AS low, max_by(id, v * 1000 + id) AS best, min_by(k, v * 1000 + id) AS worst "
+               "min(v) AS low, max_by(id, v * 1000 + id) AS best, min_by(k, v * 1000 + id) AS worst, "
+               "max_by(ts, v * 1000 + id) AS best_at "
                f"FROM {TUMBLE.format(t='spread')} GROUP BY window_start, window_end LATE ROWS INTO spread_late"),
     # An event-time idle timeout with a clock per key: each key judged against the stream's newest time.
     "idle per key": ("SELECT k, window_start, window_end, count(*) AS n, collect_list(id) AS ids "
@@ -169,6 +172,7 @@ def test_explain_says_how_a_one_clock_stream_is_spread_or_why_not(sw, spread_tab
                             "DELAY OF INTERVAL 30 SECONDS, DESCRIPTOR(ts), INTERVAL 2 MINUTES) "
                             "GROUP BY k, window_start, window_end", stream=True))
     assert "by the GROUP BY keys; one clock for the stream" in vectorised and "vectorised runtime" in vectorised
+    assert "vectorised runtime" in str(sw.explain(QUERIES["tumble vectorised"], stream=True))  # max_by over timestamps
     oldest = str(sw.explain("SELECT k, window_start, window_end, collect_list(id) AS ids FROM TUMBLE(TABLE spread "
                         "WATERMARK ts DELAY OF INTERVAL 30 SECONDS WITH (watermark_strategy = 'min_event_time'), "
                         "DESCRIPTOR(ts), INTERVAL 2 MINUTES) GROUP BY k, window_start, window_end", stream=True))

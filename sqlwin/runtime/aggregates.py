@@ -192,14 +192,26 @@ class Last(First):
         return new[0] > old[0]
 
 
+def _spark_less(a: t.Any, b: t.Any) -> bool:
+    """a < b as Spark orders values: NaN is larger than every number and equal to itself."""
+    if a != a:
+        return False
+    return b != b or a < b
+
+
+def _spark_equal(a: t.Any, b: t.Any) -> bool:
+    return a == b or (a != a and b != b)
+
+
 class MinBy(Aggregate):
-    """values[arg] at the row with the smallest values[arg2]; ties go to the earliest row."""
+    """values[arg] at the row with the smallest values[arg2] (NaN the largest, as Spark orders);
+    ties go to the earliest row."""
 
     name = "min_by"
     takes_arg2 = True
 
     def better(self, a: t.Any, b: t.Any) -> bool:
-        return a < b
+        return _spark_less(a, b)
 
     def add(self, state, time, seq, values):
         ordering = values[self.arg2]
@@ -210,7 +222,7 @@ class MinBy(Aggregate):
     def merge(self, a, b):
         if a is None or b is None:
             return b if a is None else a
-        if self.better(b[0], a[0]) or (b[0] == a[0] and b[1] < a[1]):
+        if self.better(b[0], a[0]) or (_spark_equal(b[0], a[0]) and b[1] < a[1]):
             return b
         return a
 
@@ -222,7 +234,7 @@ class MaxBy(MinBy):
     name = "max_by"
 
     def better(self, a, b):
-        return a > b
+        return _spark_less(b, a)
 
 
 class CountDistinct(Aggregate):

@@ -7,7 +7,8 @@ buffers rather than one Python object per key and window.
 
 It covers the most common shape -- a fixed windower, event time, the max / min event-time
 strategies with a clock per key or per stream, EMIT FINAL (no early / late / changes firings, no
-allowed lateness), the aggregates count, sum, min, max and avg over numbers -- and produces
+allowed lateness), the aggregates count, sum, min, max and avg over numbers and min_by / max_by
+(values and orderings of numbers or timestamps) -- and produces
 exactly what `WindowRuntime` produces for it: the same emissions in the same order with the same
 `seq`, the same late and rejected rows, the same counts (the differential tests run both).
 `supports(...)` says whether a configuration is covered; anything else runs on the general path.
@@ -43,7 +44,8 @@ from sqlwin.runtime.model import (
 
 NONE = np.iinfo(np.int64).min  # a clock that has seen no row
 SNAPSHOT_VERSION = 1
-VECTOR_AGGREGATES = ("count", "sum", "min", "max", "avg")
+VECTOR_AGGREGATES = ("count", "sum", "min", "max", "avg", "min_by", "max_by")
+BY_AGGREGATES = ("min_by", "max_by")
 
 
 def supports(windower, watermark, emit, aggregates: t.Sequence[AggregateSpec], processing_time: bool) -> bool:
@@ -61,7 +63,7 @@ def vector_class(windower, watermark, emit, aggregates: t.Sequence[AggregateSpec
     common = (not processing_time and getattr(watermark, "sides", 1) == 1 and watermark.strategy in ("max_event_time", "min_event_time")
               and watermark.idle_timeout is None and emit.final and emit.is_final_only
               and not emit.allowed_lateness
-              and all(a.func in VECTOR_AGGREGATES and a.arg2 is None and not a.order
+              and all(a.func in VECTOR_AGGREGATES and (a.arg2 is None) == (a.func not in BY_AGGREGATES) and not a.order
                       and getattr(a, "filter", None) is None for a in aggregates))
     if not common:
         return None
@@ -175,6 +177,7 @@ class FixedFinalRuntime:
         self._acc: list[list[np.ndarray]] = [self._empty_acc(spec, np.float64) for spec in self.aggregate_specs]
         self._key_seq = 0
         self._row_seq = 0
+        self._admitted = (np.empty(0, np.int64), 0)  # the last batch's admitted rows, sequence before them
         self._emit_seq = 0
         self._ended = False
         self.counts = {"rows": 0, "late": 0, "rejected": 0, "unassigned": 0, "emissions": 0}
@@ -539,6 +542,7 @@ class FixedFinalRuntime:
         rows = np.flatnonzero(~rejected)
         if not len(rows):
             return None
+        self._admitted = (rows, self._row_seq)  # each row's sequence, for min_by / max_by ties
         self._row_seq += len(rows)
         self.counts["rows"] += len(rows)
         codes = cols.key_codes[rows]
@@ -586,6 +590,9 @@ class FixedFinalRuntime:
     def _empty_acc(spec: AggregateSpec, dtype) -> list[np.ndarray]:
         if spec.func == "count":
             return [np.empty(0, np.int64)]
+        if spec.func in BY_AGGREGATES:
+            return [np.empty(0, dtype), np.empty(0, bool), np.empty(0, dtype), np.empty(0, np.int64),
+                    np.empty(0, np.int64)]  # value, value NULL, ordering, its row's time and sequence
         return [np.empty(0, dtype), np.empty(0, np.int64)]  # value, non-NULL count
 
     @staticmethod
@@ -639,6 +646,9 @@ class FixedFinalRuntime:
                     np.add.at(acc, new_group[~cols.args[spec.arg][1][source_rows]], 1)
                 accs.append([acc])
                 continue
+            if spec.func in BY_AGGREGATES:
+                accs.append(self._accumulate_by(spec, state, count, old_group, new_group, cols, source_rows))
+                continue
             values, null = cols.args[spec.arg]
             values, valid = values[source_rows], ~null[source_rows]
             integral = values.dtype == np.int64 and (not old or state[0].dtype == np.int64)
@@ -661,6 +671,45 @@ class FixedFinalRuntime:
             np.add.at(seen, group_valid, 1)
             accs.append([value, seen])
         return accs
+
+    def _accumulate_by(self, spec: AggregateSpec, state: list[np.ndarray], count: int, old_group: np.ndarray,
+                       new_group: np.ndarray, cols: Columns, source_rows: np.ndarray) -> list[np.ndarray]:
+        """min_by / max_by (aggregates.MinBy): per window the value at the row with the smallest /
+        largest ordering; ties go to the earliest row by event time (no time first), then arrival.
+        Rows with a NULL ordering take no part; a window without a candidate has NULL.
+
+        State: value, its NULL mask, the winner's ordering, event time (NONE: none) and sequence
+        (-1: no candidate). The candidates are the old windows' winners and the new rows."""
+        values, value_null = cols.args[spec.arg]
+        order, order_null = cols.args[spec.arg2]
+        take = source_rows[~order_null[source_rows]]
+        admitted, base = self._admitted
+        new_seq = base + 1 + np.searchsorted(admitted, take)
+        new_time = np.where(cols.time_null[take], NONE, cols.time[take])
+        had = state[4] >= 0 if len(old_group) else np.zeros(0, bool)
+        value_dtype, order_dtype = values.dtype, order.dtype
+        if had.any():  # an old state of numbers meets a new column of another number type
+            value_dtype, order_dtype = np.result_type(state[0], values), np.result_type(state[2], order)
+        group = np.concatenate([old_group[had], new_group[~order_null[source_rows]]])
+        c_value = np.concatenate([state[0][had].astype(value_dtype, copy=False), values[take].astype(value_dtype, copy=False)])
+        c_null = np.concatenate([state[1][had], value_null[take]])
+        c_order = np.concatenate([state[2][had].astype(order_dtype, copy=False), order[take].astype(order_dtype, copy=False)])
+        c_time = np.concatenate([state[3][had], new_time])
+        c_seq = np.concatenate([state[4][had], new_seq])
+        rank = np.unique(c_order, return_inverse=True)[1].reshape(-1)  # comparable for every dtype
+        if spec.func == "max_by":
+            rank = -rank
+        ranked = np.lexsort((c_seq, c_time, rank, group))
+        winner = ranked[np.r_[True, group[ranked][1:] != group[ranked][:-1]]] if len(ranked) else ranked
+        won = group[winner]
+        value = np.zeros(count, value_dtype)
+        null = np.ones(count, bool)
+        best = np.zeros(count, order_dtype)
+        time = np.full(count, NONE, np.int64)
+        seq = np.full(count, -1, np.int64)
+        value[won], null[won], best[won], time[won], seq[won] = (
+            c_value[winner], c_null[winner], c_order[winner], c_time[winner], c_seq[winner])
+        return [value, null, best, time, seq]
 
     def _commit(self, key_of_row, times, moves) -> None:
         """The batch is applied: each clock moves to the newest (or oldest) time of its rows."""
@@ -762,6 +811,8 @@ class FixedFinalRuntime:
         state = self._acc[a]
         if spec.func == "count":
             return state[0][windows], None
+        if spec.func in BY_AGGREGATES:
+            return state[0][windows], state[1][windows]
         value, seen = state[0][windows], state[1][windows]
         if spec.func == "avg":
             value = value / np.where(seen > 0, seen, 1)

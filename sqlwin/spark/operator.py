@@ -95,26 +95,37 @@ def column_values(series: pd.Series, integral: bool = False) -> list:
     return values
 
 
-def vectorisable(config: OperatorConfig, schema, many_batches: bool = False):
+def vectorisable(config: OperatorConfig, schema, many_batches: bool = False, by_aggregates: bool = True):
     """The vectorised runtime class that serves this query, or None (the general runtime): by its
     shape (sqlwin.runtime.vector.vector_class), one runtime per bucket, and numeric aggregate
-    arguments (the Spark schema of the input rows). `many_batches`: a replay."""
-    from pyspark.sql.types import BooleanType, DoubleType, FloatType, IntegralType
+    arguments (the Spark schema of the input rows). `many_batches`: a replay. `by_aggregates`
+    False: min_by / max_by go to the general runtime (a stream whose checkpoint keeps them there)."""
+    from pyspark.sql.types import BooleanType, DoubleType, FloatType, IntegralType, TimestampNTZType, TimestampType
 
     types = {f.name: f.dataType for f in schema.fields}
 
-    def numeric(index: int) -> bool:
+    def numeric(index: int, timestamps: bool = False) -> bool:
         kind = types.get(f"__a{index}")
-        return isinstance(kind, (IntegralType, FloatType, DoubleType)) and not isinstance(kind, BooleanType)
+        allowed = (IntegralType, FloatType, DoubleType) + ((TimestampType, TimestampNTZType) if timestamps else ())
+        return isinstance(kind, allowed) and not isinstance(kind, BooleanType)
+
+    def covered(spec) -> bool:  # min_by / max_by compare and keep timestamps as microseconds
+        by = spec.func in ("min_by", "max_by")
+        return (by_aggregates or not by) and ((spec.arg is None or numeric(spec.arg, by))
+                and (spec.arg2 is None or numeric(spec.arg2, by)))
 
     c = config
-    if c.clock_positions not in (None, ()) or not all(numeric(a.arg) for a in c.aggregates if a.arg is not None):
+    if c.clock_positions not in (None, ()) or not all(covered(a) for a in c.aggregates):
         return None
     return vector_class(c.windower, c.watermark, c.emit, c.aggregates, c.processing_time, many_batches)
 
 
+TIMESTAMP = "timestamp"  # the flag of a timestamp column (replay.integral_flags)
+
+
 def _flags(config: OperatorConfig, integral: tuple[bool, ...]) -> tuple[list[bool], list[bool], list[bool]]:
-    """The integral flags of the key, argument and carried (argument, then row) columns."""
+    """The flags of the key, argument and carried (argument, then row) columns: True an integer
+    column, TIMESTAMP a timestamp column, else False."""
     c = config
     flags = list(integral) + [False] * (c.key_count + c.argument_count + c.row_count)
     return (flags[:c.key_count], flags[c.key_count:c.key_count + c.argument_count],
@@ -150,8 +161,30 @@ def batch_columns(frame: pd.DataFrame, config: OperatorConfig, integral: tuple[b
     for i in range(c.argument_count):
         column = frame[f"__a{i}"]
         null = column.isna().to_numpy()
-        args.append((_filled(column, null, np.int64 if arg_flags[i] else np.float64), null))
+        if arg_flags[i] == TIMESTAMP:
+            args.append((_micros(_arrow_times(column), null), null))
+        else:
+            args.append((_filled(column, null, np.int64 if arg_flags[i] else np.float64), null))
     return Columns(codes, keys, key_null, times, time_null, args, _row_values(lambda: frame, config, carried))
+
+
+def _arrow_times(column: pd.Series) -> "pa.Array":
+    """A pandas column of Python datetimes (aware or naive) as an Arrow timestamp array."""
+    import pyarrow as pa
+
+    return pa.array(column, from_pandas=True)
+
+
+def _micros(column: "pa.Array", null: np.ndarray) -> np.ndarray:
+    """A timestamp column as datetime64[us] (0 where NULL): the vectorised runtime compares and
+    keeps timestamps as epoch microseconds (UTC for an aware type, the wall clock for a naive one),
+    and Arrow turns them back into the output's timestamp type."""
+    import pyarrow as pa
+
+    if column.type == pa.null():  # every value NULL
+        return np.zeros(len(null), "datetime64[us]")
+    micros = column.cast(pa.timestamp("us", tz=getattr(column.type, "tz", None))).cast(pa.int64())
+    return micros.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64).view("datetime64[us]")
 
 
 def _filled(column: pd.Series, null: np.ndarray, dtype) -> np.ndarray:
@@ -181,10 +214,13 @@ def arrow_columns(table: "pa.Table", config: OperatorConfig, integral: tuple[boo
     for i in range(c.argument_count):
         column = _array(table, f"__a{i}")
         null = pc.is_null(column, nan_is_null=True).to_numpy(zero_copy_only=False)
+        if arg_flags[i] == TIMESTAMP:
+            args.append((_micros(column, null), null))
+            continue
         values = column.fill_null(0).to_numpy(zero_copy_only=False)
         args.append((values.astype(np.int64 if arg_flags[i] else np.float64, copy=False), null))
     return Columns(codes, keys, key_null, times, time_null, args,
-                   _row_values(lambda: table.to_pandas(timestamp_as_object=True), config, carried))
+                   _row_values(lambda: rows_frame(table), config, carried))
 
 
 def _array(table: "pa.Table", name: str) -> "pa.Array":
@@ -403,13 +439,14 @@ class SegmentedBucket:
             self.state = SegmentedState(runtime_class, args, store)
         self.state.columnar = columnar and not self.general  # emissions as blocks of columns (`block_frames`)
 
-    def process(self, frame: pd.DataFrame, batch_time: int, stream_bounds: dict | None = None) -> list[BatchResult]:
-        if len(frame) == 0 and not stream_bounds:
+    def process(self, table: "pa.Table", batch_time: int, stream_bounds: dict | None = None) -> list[BatchResult]:
+        """As BucketState.process, the rows in Arrow (`unpack_rows`)."""
+        if table.num_rows == 0 and not stream_bounds:
             return []
         if self.general:
-            rows = RowBatch.of(frame_rows(frame, self.config, self.integral))
+            rows = RowBatch.of(frame_rows(rows_frame(table), self.config, self.integral))
             return [self.state.process_columns(rows, batch_time, stream_bounds)]
-        return [self.state.process_columns(batch_columns(frame, self.config, self.integral), batch_time,
+        return [self.state.process_columns(arrow_columns(table, self.config, self.integral), batch_time,
                                            stream_bounds)]
 
     def advance(self, now: int) -> list[BatchResult]:
@@ -606,20 +643,25 @@ def stream_bounds_of(packed: pd.DataFrame) -> tuple[pd.DataFrame, dict | None, i
     return packed[~clock], bounds or None, ptime
 
 
-def unpack_rows(packed: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
-    """The rows of `packed` (PACKED_SCHEMA rows of one bucket) in the order they came in.
-
-    Read as a replay reads its rows: timestamps as Python objects (years 1 to 9999, not pandas'
-    nanosecond range), so a stream and a replay see the same values.
-    """
+def unpack_rows(packed: pd.DataFrame, columns: list[str]) -> "pa.Table":
+    """The rows of `packed` (PACKED_SCHEMA rows of one bucket) in the order they came in (by
+    __order), as Arrow: a vectorised runtime reads the columns as they are (arrow_columns), the
+    general one a frame of them (`rows_frame`)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    if len(packed) == 0:
-        return pd.DataFrame({name: pd.Series([], dtype=object) for name in columns})
+    if len(packed) == 0:  # (a bucket told the stream's clock, with no rows of its own)
+        return pa.table({name: pa.array([], pa.int64()) for name in columns})
     blobs = packed.sort_values("__pack", kind="stable")["__blob"]
     table = pa.concat_tables([pa.ipc.open_stream(blob).read_all() for blob in blobs])
-    # Integers with NULLs as Python ints, not float64: a time in year 9999 (2.5e17 µs) is past a
-    # double's 2^53 and came back a minute off (a chain's second stage, whose carried rows have no time).
+    return table.take(pc.sort_indices(table, [("__order", "ascending")]))  # a stable sort
+
+
+def rows_frame(table: "pa.Table") -> pd.DataFrame:
+    """Input rows in Arrow as a frame, read as a replay reads its rows: timestamps as Python objects
+    (years 1 to 9999, not pandas' nanosecond range), so a stream and a replay see the same values.
+    Integers with NULLs as Python ints, not float64: a time in year 9999 (2.5e17 µs) is past a
+    double's 2^53 and came back a minute off (a chain's second stage, whose carried rows have no time)."""
     return table.to_pandas(timestamp_as_object=True, integer_object_nulls=True)
 
 

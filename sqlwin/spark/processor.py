@@ -10,11 +10,13 @@ import typing as t
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 from pyspark.sql.streaming import StatefulProcessor
 
 from sqlwin.runtime.segments import INDEX, SEGMENT
 from sqlwin.spark.operator import (CARRY, END_OF_INPUT, BucketState, OperatorConfig, SegmentedBucket, block_frames,
-                                   carried_records, records, records_frame, stream_bounds_of, unpack_rows)
+                                   carried_records, records, records_frame, rows_frame, stream_bounds_of,
+                                   unpack_rows)
 
 
 class WindowProcessor(StatefulProcessor):
@@ -57,17 +59,19 @@ class WindowProcessor(StatefulProcessor):
             frame.columns = self.columns
         control = frame["__control"].notna()
         packed, stream_bounds, stream_ptime = stream_bounds_of(frame[~control])
-        data = unpack_rows(packed, self.row_columns).sort_values("__order", kind="stable")
+        data = unpack_rows(packed, self.row_columns)
         out: list[tuple] = []
-        if CARRY in data.columns:  # an earlier stage's late, rejected and stats records: passed on
-            passed = data[CARRY].notna().to_numpy()
-            if passed.any():
-                out += carried_records(self.config, data.loc[passed, CARRY].tolist())
-                data = data[~passed]
+        if CARRY in data.column_names:  # an earlier stage's late, rejected and stats records: passed on
+            passed = data.column(CARRY).is_valid()
+            if pc.any(passed).as_py():
+                out += carried_records(self.config, data.column(CARRY).filter(passed).to_pylist())
+                data = data.filter(pc.invert(passed))
         now = self._now(timerValues)
         if now is not None and self.config.timers:
             out += records(self.config, bucket.advance(now), None)
-        results = bucket.process(data, self._batch_time(data, now, stream_ptime), stream_bounds)
+        batch_time = self._batch_time(data, now, stream_ptime)
+        results = bucket.process(data if isinstance(bucket, SegmentedBucket) else rows_frame(data), batch_time,
+                                 stream_bounds)
         if control.any() and (frame.loc[control, "__control"] == END_OF_INPUT).any():
             results += bucket.end_of_input()
         blocks = block_frames(results, self._arrow_schema) if self._arrow_schema is not None else []
@@ -131,14 +135,14 @@ class WindowProcessor(StatefulProcessor):
             return timerValues.getCurrentProcessingTimeInMs() * 1000
         return None
 
-    def _batch_time(self, data: pd.DataFrame, now: int | None, stream_ptime: int | None = None) -> int:
+    def _batch_time(self, data: "pa.Table", now: int | None, stream_ptime: int | None = None) -> int:
         """The batch's processing time: with arrival times, the batch's newest -- the whole
         stream's (`stream_ptime`) when its one clock is spread over buckets, else this bucket's."""
         if self.clock == "arrival":
             if stream_ptime is not None:
                 return int(stream_ptime)
-            times = data["__ptime"].dropna()
-            return int(times.max()) if len(times) else (now or 0)
+            newest = pc.max(data.column("__ptime")).as_py() if data.num_rows else None
+            return int(newest) if newest is not None else (now or 0)
         return now or 0
 
 

@@ -16,7 +16,7 @@ import typing as t
 import uuid
 from dataclasses import dataclass
 
-from sqlwin.spark.operator import RECORD_TYPES, record_columns, replay_columns, replay_partition, vectorisable
+from sqlwin.spark.operator import RECORD_TYPES, TIMESTAMP, record_columns, replay_columns, replay_partition, vectorisable
 from sqlwin.spark.stateful import (RESULT_ORDER, STAGE_VIEW, UPSTREAM_ROW, StatefulQuery, chain_late, check_input_types,
                                    prepare_stateful)
 from sqlwin.sql.joins import describe_join
@@ -192,12 +192,14 @@ def explain_replay(runner: "SparkRunner", plan: QueryPlan):
                         strategies)
 
 
-def integral_flags(rows: "DataFrame") -> tuple[bool, ...]:
-    """Which key / argument / row columns are integers (pandas shows a nullable one as float)."""
-    from pyspark.sql.types import IntegralType
+def integral_flags(rows: "DataFrame") -> tuple[bool | str, ...]:
+    """Per key / argument / row column: True an integer column (pandas shows a nullable one as
+    float), TIMESTAMP a timestamp column, else False."""
+    from pyspark.sql.types import IntegralType, TimestampNTZType, TimestampType
 
     fields = [f for f in rows.schema.fields if f.name[:3] in ("__k", "__a", "__r")]
-    return tuple(isinstance(f.dataType, IntegralType) for f in fields)
+    return tuple(TIMESTAMP if isinstance(f.dataType, (TimestampType, TimestampNTZType))
+                 else isinstance(f.dataType, IntegralType) for f in fields)
 
 
 def record_schema(query: StatefulQuery, rows: "DataFrame"):

@@ -340,6 +340,9 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     # A windowed aggregation with no key: partial aggregates per bucket, merged per window (a
     # checkpoint of an earlier version keeps its one bucket).
     partial = _kept_layout(checkpoint, "partial_aggregation", spread and upstream is None)
+    # min_by / max_by in the vectorised runtime (an earlier version's checkpoint holds them in
+    # the general runtime's state, and keeps it).
+    layout = {"keyed": keyed, "by_aggregates": _kept_layout(checkpoint, "vectorised_min_max_by", True)}
     stateful = prepare_stateful(first, "streaming", buckets, bucket_ids, spread=spread, partial=partial)
     if upstream is None:
         _check_restart(checkpoint, query_text, stateful, plan_of)
@@ -350,7 +353,7 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     control_dir = Path(checkpoint) / "sqlwin-control"
     control_dir.mkdir(parents=True, exist_ok=True)
     control = spark.readStream.schema("__bucket INT, __control STRING").json(str(control_dir))
-    output, schema, clock = _window_operator(runner, stateful, query_text, control, keyed)
+    output, schema, clock = _window_operator(runner, stateful, query_text, control, **layout)
     control_buckets = tuple(stateful.bucket_ids or range(stateful.bucket_count))
     inner = None
     if upstream is not None:
@@ -369,7 +372,7 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
             .createOrReplaceTempView(view)
         outer = plan_of(outer_query(plan, view, {}))
         stateful = prepare_stateful(outer, "streaming", buckets, bucket_ids, carry=True, spread=spread)
-        output, schema, clock = _window_operator(runner, stateful, query_text, control, keyed)
+        output, schema, clock = _window_operator(runner, stateful, query_text, control, **layout)
         control_buckets = tuple(sorted(set(control_buckets) | set(stateful.bucket_ids or range(stateful.bucket_count))))
         if clock != "none":
             raise SqlwinUnsupportedError(
@@ -408,9 +411,10 @@ class Stage:
 
 
 def _window_operator(runner: "SparkRunner", stateful: StatefulQuery, query_text: str, control: "DataFrame",
-                     keyed: bool = False):
+                     keyed: bool = False, by_aggregates: bool = True):
     """One stateful stage: the query's input rows packed, with the control rows, through the window
-    runtime in transformWithStateInPandas. (records, their schema, the clock that drives timers)"""
+    runtime in transformWithStateInPandas. (records, their schema, the clock that drives timers)
+    `keyed`, `by_aggregates`: the checkpoint's state layout (`_kept_layout`)."""
     rows = runner.sql(stateful.input_sql(arrival=False), query_text)
     schema = record_schema(stateful, rows)
     config = stateful.config
@@ -435,7 +439,7 @@ def _window_operator(runner: "SparkRunner", stateful: StatefulQuery, query_text:
         time_mode = "EventTime"
     elif clock == "processing":
         time_mode = "ProcessingTime"
-    vectorised = vectorisable(config, rows.schema)
+    vectorised = vectorisable(config, rows.schema, by_aggregates=by_aggregates)
     runtime_class = vectorised or (KeyedWindowRuntime if keyed and keyed_state(config) else None)
     processor = WindowProcessor(config, integral_flags(rows), clock, _tick_ms(config), operator_input.columns,
                                 rows.columns, runtime_class, schema)

@@ -29,7 +29,9 @@ SETTINGS = settings(max_examples=int(os.environ.get("SQLWIN_EXAMPLES", 300)), de
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 AGGREGATES = (AggregateSpec("count"), AggregateSpec("count", 0), AggregateSpec("sum", 0), AggregateSpec("avg", 0),
-              AggregateSpec("min", 1), AggregateSpec("max", 1), AggregateSpec("sum", 1), AggregateSpec("avg", 1))
+              AggregateSpec("min", 1), AggregateSpec("max", 1), AggregateSpec("sum", 1), AggregateSpec("avg", 1),
+              AggregateSpec("max_by", 1, 0), AggregateSpec("min_by", 0, 1), AggregateSpec("max_by", 0, 0),
+              AggregateSpec("min_by", 1, 0))
 
 windowers = st.one_of(
     st.builds(Tumble, st.integers(1, 20), st.integers(0, 19)).filter(lambda w: w.offset < w.size),
