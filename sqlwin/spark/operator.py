@@ -296,6 +296,8 @@ class BucketState:
             state.now = data["now"]
             state.ended_counts = data.get("ended_counts", {})
             state.runtimes = {k: state._restore_runtime(v) for k, v in data["runtimes"].items()}
+            if any(isinstance(r, WindowRuntime) for r in state.runtimes.values()):
+                state.vectorised, state.runtime_class = False, WindowRuntime  # carries on with it
         return state
 
     def _restore_runtime(self, blob: bytes):
