@@ -21,12 +21,12 @@ from sqlwin.runtime.clock import Clocks
 from sqlwin.runtime.clock import check_watermark as _check_watermark
 from sqlwin.runtime.model import (FINAL, ON_TIME, AggregateSpec, BatchResult, Emission, RejectedRow, Row,
                                   RuntimeConfigError)
-from sqlwin.runtime.snapshots import SNAPSHOT_VERSION, check_restored_config
+from sqlwin.runtime.snapshots import check_restored_config
 from sqlwin.runtime.triggers import Trigger
 from sqlwin.runtime.triggers import check_emit as _check_emit
 
-# Imported from here by the vectorised runtime (vector.py, segments.py).
-__all__ = ["SNAPSHOT_VERSION", "WindowRuntime", "_check_emit", "_check_watermark", "check_restored_config"]
+# Imported from here by the vectorised runtime (vector.py).
+__all__ = ["WindowRuntime", "_check_emit", "_check_watermark", "check_restored_config"]
 
 INF = math.inf
 
@@ -214,7 +214,7 @@ class WindowRuntime:
             "row_seq": self._row_seq, "emit_seq": self._emit_seq, "ended": self._ended,
             "counts": dict(self.counts),
         }
-        return snapshots.dump(config, state)
+        return snapshots.seal("WindowRuntime", state, config)
 
     @classmethod
     def restore(cls, snapshot: bytes, windower=None, watermark: WatermarkSpec | None = None,
@@ -222,7 +222,8 @@ class WindowRuntime:
                 processing_time: bool | None = None) -> "WindowRuntime":
         """Rebuild a runtime from `snapshot()` (this version's or an earlier one's). Configuration
         passed here must match the snapshot's."""
-        stored, state = snapshots.load(snapshot)
+        sealed = snapshots.unseal(snapshot, "WindowRuntime")
+        stored, state = sealed.config, sealed.state
         check_restored_config(stored, (windower, watermark, emit, aggregates, processing_time))
         runtime = cls(*stored)
         key_state = runtime._logic.key_state

@@ -31,17 +31,16 @@ End of input reads everything, as it must close every window.
 
 from __future__ import annotations
 
-import pickle
 import typing as t
 
 import numpy as np
 import pandas as pd
 
-from sqlwin.runtime.engine import check_restored_config
 from sqlwin.runtime.model import BatchResult, RuntimeConfigError
+from sqlwin.runtime.snapshots import check_restored_config, seal, unseal
 
-DIRECTORY_VERSION = 2
 SEGMENT, INDEX = "segment", "index"
+_KINDS = {SEGMENT: "SegmentPiece", INDEX: "IndexPart"}  # what a Store's blobs are sealed as
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -94,10 +93,6 @@ def key_hashes(keys: t.Sequence[tuple]) -> np.ndarray:
     return out
 
 
-def _dumps(value) -> bytes:
-    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-
-
 class SegmentedState:
     """One bucket's vectorised runtime state in a Store; `process` / `end_of_input` as the runtime's."""
 
@@ -115,17 +110,17 @@ class SegmentedState:
         if blob is None:
             self.dir = self._empty_directory()
         else:
-            self.dir = pickle.loads(blob)
-            if self.dir.get("version") != DIRECTORY_VERSION:
-                raise RuntimeConfigError(f"Unknown segmented state version {self.dir.get('version')!r}")
-            if self.dir["kind"] != runtime_class.__name__:
-                raise RuntimeConfigError(f"The state holds a {self.dir['kind']} runtime, not a "
+            sealed = unseal(blob, "SegmentDirectory")
+            self.dir = dict(sealed.state, config=sealed.config)
+            if self.dir["runtime"] != runtime_class.__name__:
+                raise RuntimeConfigError(f"The state holds a {self.dir['runtime']} runtime, not a "
                                          f"{runtime_class.__name__}")
             check_restored_config(self.dir["config"], self.config)
 
     def _empty_directory(self) -> dict:
+        """The directory's state (snapshots.py: SegmentDirectory), with the runtime's config."""
         fresh = self.runtime_class(*self.config)
-        return {"version": DIRECTORY_VERSION, "kind": self.runtime_class.__name__, "config": fresh.config(),
+        return {"runtime": self.runtime_class.__name__, "config": fresh.config(),
                 "globals": fresh.globals_state(), "segments": {}, "open": None, "next_segment": 0,
                 "depth": 0, "parts_of": np.zeros(1, np.int64), "parts": {0: 0}, "next_part": 1}
 
@@ -178,7 +173,7 @@ class SegmentedState:
             self.store.delete(INDEX, part)
         self.dir = self._empty_directory()
         self.dir["globals"]["counts"] = dict(runtime.counts)
-        self.store.put_directory(_dumps(self.dir))
+        self._put_directory()
         return out
 
     def advance_processing_time(self, now_us: int) -> BatchResult:
@@ -255,10 +250,10 @@ class SegmentedState:
         """A runtime over the keys of `segments`, and the segment of each of its keys."""
         pieces = []
         for segment in segments:
-            blob = self.store.get(SEGMENT, segment)
-            if blob is None:
+            piece = self._get(SEGMENT, segment)
+            if piece is None:
                 raise RuntimeConfigError(f"Segment {segment} of the state is missing")
-            pieces.append(pickle.loads(blob))
+            pieces.append(piece)
         runtime = self.runtime_class.from_pieces(self.config, self.dir["globals"], pieces)
         runtime.columnar = self.columnar
         owner = np.repeat(np.array(segments, np.int64), [len(p["keys"]) for p in pieces]) \
@@ -268,8 +263,7 @@ class SegmentedState:
     def _index_part(self, part: int):
         """An index part (sorted hashes, their segments), read once a batch."""
         if part not in self._parts_read:
-            blob = self.store.get(INDEX, part)
-            self._parts_read[part] = pickle.loads(blob) if blob is not None else None
+            self._parts_read[part] = self._get(INDEX, part)
         return self._parts_read[part]
 
     def _prefix(self, hashes: np.ndarray) -> np.ndarray:
@@ -278,7 +272,19 @@ class SegmentedState:
             return np.zeros(len(hashes), np.int64)
         return (hashes >> np.uint64(64 - depth)).astype(np.int64)
 
+    def _get(self, kind: str, ident: int):
+        """A segment's piece or an index part, None if the store has none."""
+        blob = self.store.get(kind, ident)
+        return None if blob is None else unseal(blob, _KINDS[kind]).state
+
     # -- writing ------------------------------------------------------------------------------
+
+    def _put(self, kind: str, ident: int, value) -> None:
+        self.store.put(kind, ident, seal(_KINDS[kind], value))
+
+    def _put_directory(self) -> None:
+        state = {name: value for name, value in self.dir.items() if name != "config"}
+        self.store.put_directory(seal("SegmentDirectory", state, self.dir["config"]))
 
     def _save(self, runtime, owner: np.ndarray, loaded: list[int], new_hashes: np.ndarray) -> None:
         """Write back the loaded segments (new keys into the open one, then fresh ones), the new
@@ -313,13 +319,13 @@ class SegmentedState:
                     d["open"] = None
                 continue
             piece = runtime.key_piece(positions, owner, segment)
-            self.store.put(SEGMENT, segment, _dumps(piece))
+            self._put(SEGMENT, segment, piece)
             d["segments"][segment] = runtime.piece_summary(piece)
         if placed:
             positions = np.concatenate([p for _, p in placed])
             self._index_add(new_hashes[positions - (total - len(new_hashes))], owner[positions])
         d["globals"] = runtime.globals_state()
-        self.store.put_directory(_dumps(d))
+        self._put_directory()
 
     def _index_add(self, hashes: np.ndarray, segments: np.ndarray) -> None:
         d = self.dir
@@ -336,7 +342,7 @@ class SegmentedState:
             if len(stored) > self.index_part_keys:
                 self._split(part, stored, owners)
             else:
-                self.store.put(INDEX, part, _dumps((stored, owners)))
+                self._put(INDEX, part, (stored, owners))
                 self._parts_read[part] = (stored, owners)
 
     def _split(self, part: int, stored: np.ndarray, owners: np.ndarray) -> None:
@@ -344,7 +350,7 @@ class SegmentedState:
         d = self.dir
         depth = d["parts"][part]
         if depth >= 63:  # every entry shares 63 leading bits: keep the part whole
-            self.store.put(INDEX, part, _dumps((stored, owners)))
+            self._put(INDEX, part, (stored, owners))
             return
         if depth == d["depth"]:
             d["parts_of"] = np.repeat(d["parts_of"], 2)
@@ -359,4 +365,4 @@ class SegmentedState:
             if mask.sum() > self.index_part_keys:
                 self._split(target, stored[mask], owners[mask])
             else:
-                self.store.put(INDEX, target, _dumps((stored[mask], owners[mask])))
+                self._put(INDEX, target, (stored[mask], owners[mask]))

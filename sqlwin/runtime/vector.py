@@ -21,7 +21,6 @@ then per aggregate one or two arrays). All times are int64 microseconds.
 
 from __future__ import annotations
 
-import pickle
 import typing as t
 
 import numpy as np
@@ -29,6 +28,7 @@ import pandas as pd
 
 from sqlwin.runtime.assign import fixed_spans
 from sqlwin.runtime.engine import _check_emit, _check_watermark, check_restored_config
+from sqlwin.runtime.snapshots import seal, unseal
 from sqlwin.runtime.model import (
     FINAL,
     INSERT,
@@ -43,7 +43,6 @@ from sqlwin.runtime.model import (
 )
 
 NONE = np.iinfo(np.int64).min  # a clock that has seen no row
-SNAPSHOT_VERSION = 1
 VECTOR_AGGREGATES = ("count", "sum", "min", "max", "avg", "min_by", "max_by")
 BY_AGGREGATES = ("min_by", "max_by")
 
@@ -74,10 +73,6 @@ def vector_class(windower, watermark, emit, aggregates: t.Sequence[AggregateSpec
     if isinstance(windower, Session) and not many_batches:
         return SessionFinalRuntime
     return None
-
-
-class OtherSnapshotKind(RuntimeConfigError):
-    """A snapshot of another runtime class (the caller may restore it with that class)."""
 
 
 class Columns:
@@ -422,21 +417,16 @@ class FixedFinalRuntime:
     def snapshot(self) -> bytes:
         config = (self.windower, self.watermark_spec, self.emit, self.aggregate_specs, False)
         state = {name: getattr(self, name) for name in self._STATE}
-        return pickle.dumps({"version": SNAPSHOT_VERSION, "kind": type(self).__name__, "config": config, "state": state},
-                            protocol=pickle.HIGHEST_PROTOCOL)
+        return seal(type(self).__name__, state, config)
 
     @classmethod
     def restore(cls, snapshot: bytes, windower=None, watermark=None, emit=None, aggregates=None,
                 processing_time=None) -> "FixedFinalRuntime":
-        data = pickle.loads(snapshot)
-        if data.get("kind") != cls.__name__:
-            raise OtherSnapshotKind(f"A {data.get('kind') or 'WindowRuntime'} snapshot, not a {cls.__name__} one")
-        if data.get("version") != SNAPSHOT_VERSION:
-            raise RuntimeConfigError(f"Unknown vectorised runtime snapshot {data.get('version')!r}")
-        stored = data["config"]
+        sealed = unseal(snapshot, cls.__name__)  # another kind: snapshots.OtherSnapshotKind
+        stored = sealed.config
         check_restored_config(stored, (windower, watermark, emit, aggregates, None))
         runtime = cls(*stored)
-        for name, value in data["state"].items():
+        for name, value in sealed.state.items():
             setattr(runtime, name, value)
         runtime._index = {key: i for i, key in enumerate(runtime._keys)}
         return runtime

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import math
-import pickle
 import typing as t
 from dataclasses import dataclass
 
@@ -26,7 +25,8 @@ import numpy as np
 from sqlwin.runtime import AggregateSpec, BatchResult, WindowRuntime
 from sqlwin.runtime.keyed import KeyedWindowRuntime, RowBatch, keyed_state_applies
 from sqlwin.runtime.segments import SegmentedState, Store
-from sqlwin.runtime.vector import Columns, OtherSnapshotKind, vector_class
+from sqlwin.runtime.snapshots import OtherSnapshotKind, seal, unseal
+from sqlwin.runtime.vector import Columns, vector_class
 
 if t.TYPE_CHECKING:
     import pyarrow as pa
@@ -284,15 +284,15 @@ class BucketState:
     # -- state ---------------------------------------------------------------------------
 
     def snapshot(self) -> bytes:
-        return pickle.dumps({"now": self.now, "runtimes": {k: r.snapshot() for k, r in self.runtimes.items()},
-                             "ended_counts": self.ended_counts}, protocol=pickle.HIGHEST_PROTOCOL)
+        return seal("BucketState", {"now": self.now, "runtimes": {k: r.snapshot() for k, r in self.runtimes.items()},
+                                    "ended_counts": self.ended_counts})
 
     @classmethod
     def restore(cls, blob: bytes | None, config: OperatorConfig, integral: tuple[bool, ...] = (),
                 vectorised: type | None = None) -> "BucketState":
         state = cls(config, integral, vectorised)
         if blob:
-            data = pickle.loads(blob)
+            data = unseal(blob, "BucketState").state
             state.now = data["now"]
             state.ended_counts = data.get("ended_counts", {})
             state.runtimes = {k: state._restore_runtime(v) for k, v in data["runtimes"].items()}

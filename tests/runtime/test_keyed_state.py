@@ -12,7 +12,6 @@ from the store before every batch, as the streaming operator does.
 
 from __future__ import annotations
 
-import pickle
 import random
 
 import pytest
@@ -22,6 +21,7 @@ from sqlwin.runtime import AggregateSpec, WindowRuntime
 from sqlwin.runtime.keyed import KeyedWindowRuntime, keyed_state_applies
 from sqlwin.runtime.model import JoinSpec
 from sqlwin.runtime.segments import SEGMENT, MemoryStore, SegmentedState
+from sqlwin.runtime.snapshots import unseal
 from sqlwin.sql.plan import EmitSpec, WatermarkSpec
 from tests.runtime.test_stream_clock_buckets import _bounds, _stream
 
@@ -109,7 +109,7 @@ def test_a_batch_rewrites_the_segments_of_its_keys_not_the_whole_state():
         SegmentedState(KeyedWindowRuntime, config, store, segment_keys=3).process_batch(rows, batch_time)
         writes.append(sum(written))
     assert max(writes) <= 11, writes  # the open segment and the new keys' ten
-    directory = pickle.loads(store.get_directory())
+    directory = unseal(store.get_directory(), "SegmentDirectory").state
     assert sum(s["keys"] for s in directory["segments"].values()) == 360
 
 

@@ -50,7 +50,7 @@ class _OnlyConfig(pickle.Unpickler):
 def test_a_snapshot_is_plain_data_with_named_fields(kind):
     rt = fed(KINDS[kind][0])
     data = _OnlyConfig(io.BytesIO(rt.snapshot())).load()
-    assert data["version"] == 1 and data["format"] == 2
+    assert (data["envelope"], data["kind"], data["format"]) == (1, "WindowRuntime", 2)
     key, state = data["state"]["keys"][0]
     assert key == ("a",) and {"windows", "last_activity", "last_event"} <= set(state)
     assert all("acc" in window and "fired" in window for window in state["windows"])

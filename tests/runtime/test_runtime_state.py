@@ -74,7 +74,7 @@ def test_snapshot_is_bytes_and_restore_needs_the_same_query():
     rt = runtime(Tumble(10 * S), [COUNT])
     rt.process_batch(rows(("a", 1 * S)), 0)
     blob = rt.snapshot()
-    assert isinstance(blob, bytes) and pickle.loads(blob)["version"] == 1
+    assert isinstance(blob, bytes) and pickle.loads(blob)["envelope"] == 1
     assert WindowRuntime.restore(blob).open_windows() == [(0, 10 * S)]
     with pytest.raises(RuntimeConfigError, match="windower changed"):
         WindowRuntime.restore(blob, windower=Tumble(20 * S))

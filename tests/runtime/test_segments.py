@@ -5,7 +5,6 @@ new segments, index splits, hash lookups across parts, restarts from the store a
 """
 
 import os
-import pickle
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -15,6 +14,7 @@ from runtime_helpers import batches
 from sqlwin.ir import UNBOUNDED, CountWindow, EmitSpec, Hop, Session, Tumble, WatermarkSpec
 from sqlwin.runtime import AggregateSpec
 from sqlwin.runtime.segments import INDEX, SEGMENT, MemoryStore, SegmentedState, key_hashes
+from sqlwin.runtime.snapshots import unseal
 from sqlwin.runtime.vector import Columns, CountFinalRuntime, FixedFinalRuntime, SessionFinalRuntime
 
 SETTINGS = settings(max_examples=int(os.environ.get("SQLWIN_EXAMPLES", 200)), deadline=None,
@@ -72,7 +72,7 @@ def test_segmented_state_equals_one_whole_runtime(kind, watermark, stream, segme
         assert state.key_watermarks() == whole.key_watermarks()
         sizes = [s["keys"] for s in state.dir["segments"].values()]
         assert all(size <= segment_keys for size in sizes)
-        stored = [pickle.loads(b)[0] for b in store.maps[INDEX].values()]
+        stored = [unseal(b, "IndexPart").state[0] for b in store.maps[INDEX].values()]
         assert sum(len(h) for h in stored) == whole.key_count  # one index entry per key
     assert repr(state.end_of_input().emissions) == repr(whole.end_of_input().emissions)
     assert not store.maps[SEGMENT] and not store.maps[INDEX]

@@ -24,7 +24,9 @@ format changes, write a new directory and add it to DIRECTORIES.
 from __future__ import annotations
 
 import gzip
+import io
 import json
+import pickle
 import pathlib
 import sys
 
@@ -35,7 +37,9 @@ from sqlwin.ir import CountWindow, EmitSpec, Hop, Session, Tumble, WatermarkSpec
 from sqlwin.runtime import AggregateSpec, WindowRuntime
 from sqlwin.runtime.keyed import KeyedWindowRuntime
 from sqlwin.runtime.model import JoinSpec
+from sqlwin.runtime.model import RuntimeConfigError
 from sqlwin.runtime.segments import INDEX, SEGMENT, MemoryStore, SegmentedState
+from sqlwin.runtime.snapshots import ENVELOPE, FORMATS, OtherSnapshotKind, unseal
 from sqlwin.runtime.vector import CountFinalRuntime, FixedFinalRuntime, SessionFinalRuntime
 from sqlwin.spark.operator import BucketState, OperatorConfig, SegmentedBucket
 
@@ -335,6 +339,66 @@ def test_every_case_reaches_what_it_is_there_for(stored):
             assert sum(n.startswith(INDEX) for n in names) >= 3, name
     target = Holder("bucket_general_clocks").restore(files_of(directory / f"bucket_general_clocks@{CUTS[0]}"))
     assert len(target.runtimes) >= 2
+
+
+class _PlainData(pickle.Unpickler):
+    """Unpickles the configuration's classes and nothing else of sqlwin."""
+
+    def find_class(self, module, name):
+        if module.startswith("sqlwin") and module not in ("sqlwin.ir", "sqlwin.runtime.model"):
+            raise AssertionError(f"a state pickled {module}.{name}")
+        return super().find_class(module, name)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_every_writer_seals_plain_data_in_the_envelope(name):
+    holder = Holder(name)
+    target = holder.make()
+    for op in holder.script()[:CUTS[1]]:
+        holder.step(target, op)
+    blobs = list(holder.save(target).items())
+    kinds = set()
+    while blobs:
+        file, blob = blobs.pop()
+        data = _PlainData(io.BytesIO(blob)).load()
+        assert set(data) == {"envelope", "kind", "format", "config", "state"}, file
+        assert data["envelope"] == ENVELOPE and data["format"] == FORMATS[data["kind"]], file
+        kinds.add(data["kind"])
+        if data["kind"] == "BucketState":
+            blobs += [(f"runtime {k}", b) for k, b in data["state"]["runtimes"].items()]
+    general = "WindowRuntime" if holder.cls in (WindowRuntime, KeyedWindowRuntime) else holder.cls.__name__
+    want = {"segments": {"SegmentDirectory", "SegmentPiece", "IndexPart"}, "runtime": {general},
+            "bucket": {"BucketState", general}}[holder.holder]
+    assert kinds == want
+
+
+def _sealed(kind="FixedFinalRuntime", **changes) -> bytes:
+    data = pickle.loads(Holder("fixed_hop").make().snapshot())
+    data.update(changes, kind=kind)
+    return pickle.dumps(data)
+
+
+def test_a_state_sqlwin_cannot_read_is_refused_with_a_clear_message():
+    with pytest.raises(RuntimeConfigError, match="Unknown snapshot envelope 2"):
+        FixedFinalRuntime.restore(_sealed(envelope=2))
+    with pytest.raises(RuntimeConfigError, match="FixedFinalRuntime snapshot of format 2: this sqlwin reads formats 1 to 1"):
+        FixedFinalRuntime.restore(_sealed(format=2))
+    with pytest.raises(RuntimeConfigError, match="Unknown snapshot kind 'Elsewhere'"):
+        unseal(_sealed("Elsewhere"))
+    with pytest.raises(OtherSnapshotKind, match="A FixedFinalRuntime snapshot, not a WindowRuntime one"):
+        WindowRuntime.restore(_sealed())
+    with pytest.raises(OtherSnapshotKind, match="not a SessionFinalRuntime one"):
+        SessionFinalRuntime.restore(_sealed())
+    store = MemoryStore()
+    store.directory = _sealed()
+    with pytest.raises(OtherSnapshotKind, match="not a SegmentDirectory one"):
+        SegmentedState(FixedFinalRuntime, FIXED_HOP + (False,), store)
+    legacy = pickle.loads((DATA / "snapshots_v2" / "segments_fixed@9" / "directory.bin").read_bytes())
+    store.directory = pickle.dumps(dict(legacy, version=3))
+    with pytest.raises(RuntimeConfigError, match="Unknown segmented state version 3"):
+        SegmentedState(FixedFinalRuntime, FIXED_HOP + (False,), store)
+    with pytest.raises(RuntimeConfigError, match="Not a sqlwin snapshot"):
+        unseal(pickle.dumps([1, 2, 3]))
 
 
 if __name__ == "__main__" and len(sys.argv) == 3 and sys.argv[1] == "--write":
