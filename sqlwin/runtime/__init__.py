@@ -32,8 +32,8 @@ engine.py: `WindowRuntime`, the loop over batches, rows, keys and timers; window
 class per window kind (which windows a row joins, lateness, closing, session merges) with its
 per-key state; triggers.py: when windows fire; accumulation.py: what a firing holds;
 aggregates.py; clock.py: event-time clocks; snapshots.py: the one envelope every state is sealed
-in (and the shapes written before it); model.py: inputs and outputs. vector.py runs the common shapes over columns in NumPy,
-segments.py keeps its state in pieces of keys.
+in (and the shapes written before it); model.py: inputs and outputs. vector.py runs the common
+shapes over columns in NumPy, segments.py keeps its state in pieces of keys.
 
 Time and watermarks
 -------------------

@@ -12,7 +12,7 @@ late and rejected rows, counts, keys, windows, watermarks), step by step:
   "config", "globals", ...} with its pieces and index parts pickled bare, BucketState's
   {"now", "runtimes", "ended_counts"}, and the general runtime's format 2
   ({"version": 1, "format": 2, ...}, its cases those of test_runtime_snapshot_compat.py).
-* data/snapshots_envelope_1/ -- written by the commit that introduced the envelope
+* data/snapshots_envelope_1/ -- written by commit 2bfdb96, which introduced the envelope
   (sqlwin/runtime/snapshots.py: {"envelope": 1, "kind", "format", "config", "state"}).
 * data/snapshots_v1/ (test_runtime_snapshot_compat.py): the general runtime's format 1.
 
@@ -46,7 +46,7 @@ from sqlwin.spark.operator import BucketState, OperatorConfig, SegmentedBucket
 import test_runtime_snapshot_compat as compat
 
 DATA = pathlib.Path(__file__).parent / "data"
-DIRECTORIES = ("snapshots_v2",)
+DIRECTORIES = ("snapshots_v2", "snapshots_envelope_1")
 S = 1_000_000
 
 A = AggregateSpec
