@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import pickle
+
 from sqlwin.sql.plan import EmitSpec, WatermarkSpec
 from sqlwin.runtime import AggregateSpec, BatchResult, WindowRuntime
 
@@ -59,3 +62,16 @@ def batches(rows, cuts):
             return
         yield rows[i:i + size]
         i += size
+
+
+class _PlainData(pickle.Unpickler):
+    def find_class(self, module, name):
+        if module.startswith("sqlwin") and module not in ("sqlwin.ir", "sqlwin.runtime.model"):
+            raise AssertionError(f"a snapshot pickled {module}.{name}")
+        return super().find_class(module, name)
+
+
+def plain_data(blob: bytes):
+    """A snapshot unpickled, asserting it holds no sqlwin class but the configuration's (the IR's
+    and the runtime model's frozen dataclasses): plain data that survives reshaped classes."""
+    return _PlainData(io.BytesIO(blob)).load()

@@ -1,9 +1,9 @@
 """The general runtime's parts: per-kind logic and state, and snapshots of named fields."""
 
-import io
 import pickle
 
 import pytest
+from runtime_helpers import plain_data
 
 from sqlwin.ir import CountWindow, EmitSpec, GlobalWindow, Hop, Session, Slide, Tumble, WatermarkSpec
 from sqlwin.runtime import AggregateSpec, RuntimeConfigError, WindowRuntime, windows
@@ -37,19 +37,10 @@ def test_each_kind_has_its_logic_and_key_state(kind):
         assert again.snapshot() == ks.snapshot() and list(again.windows) == list(ks.windows)
 
 
-class _OnlyConfig(pickle.Unpickler):
-    """Unpickles the configuration's classes and nothing else of sqlwin."""
-
-    def find_class(self, module, name):
-        if module.startswith("sqlwin") and module not in ("sqlwin.ir", "sqlwin.runtime.model"):
-            raise AssertionError(f"a snapshot pickled {module}.{name}")
-        return super().find_class(module, name)
-
-
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_a_snapshot_is_plain_data_with_named_fields(kind):
     rt = fed(KINDS[kind][0])
-    data = _OnlyConfig(io.BytesIO(rt.snapshot())).load()
+    data = plain_data(rt.snapshot())
     assert (data["envelope"], data["kind"], data["format"]) == (1, "WindowRuntime", 2)
     key, state = data["state"]["keys"][0]
     assert key == ("a",) and {"windows", "last_activity", "last_event"} <= set(state)

@@ -24,7 +24,6 @@ format changes, write a new directory and add it to DIRECTORIES.
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import pickle
 import pathlib
@@ -44,6 +43,7 @@ from sqlwin.runtime.vector import CountFinalRuntime, FixedFinalRuntime, SessionF
 from sqlwin.spark.operator import BucketState, OperatorConfig, SegmentedBucket
 
 import test_runtime_snapshot_compat as compat
+from runtime_helpers import plain_data
 
 DATA = pathlib.Path(__file__).parent / "data"
 DIRECTORIES = ("snapshots_v2", "snapshots_envelope_1")
@@ -341,15 +341,6 @@ def test_every_case_reaches_what_it_is_there_for(stored):
     assert len(target.runtimes) >= 2
 
 
-class _PlainData(pickle.Unpickler):
-    """Unpickles the configuration's classes and nothing else of sqlwin."""
-
-    def find_class(self, module, name):
-        if module.startswith("sqlwin") and module not in ("sqlwin.ir", "sqlwin.runtime.model"):
-            raise AssertionError(f"a state pickled {module}.{name}")
-        return super().find_class(module, name)
-
-
 @pytest.mark.parametrize("name", list(CASES))
 def test_every_writer_seals_plain_data_in_the_envelope(name):
     holder = Holder(name)
@@ -360,7 +351,7 @@ def test_every_writer_seals_plain_data_in_the_envelope(name):
     kinds = set()
     while blobs:
         file, blob = blobs.pop()
-        data = _PlainData(io.BytesIO(blob)).load()
+        data = plain_data(blob)
         assert set(data) == {"envelope", "kind", "format", "config", "state"}, file
         assert data["envelope"] == ENVELOPE and data["format"] == FORMATS[data["kind"]], file
         kinds.add(data["kind"])
