@@ -35,7 +35,7 @@ QUERIES = {
     "hop collect": ("SELECT k, window_start, window_end, collect_list(id) AS ids "
                     f"FROM HOP(TABLE spread WATERMARK ts DELAY OF INTERVAL 10 SECONDS {ARRIVAL}, DESCRIPTOR(ts), "
                     "INTERVAL 1 MINUTE, INTERVAL 3 MINUTES) GROUP BY k, window_start, window_end LATE ROWS INTO spread_late"),
-    # The vectorised runtimes (count / sum / max / avg, EMIT FINAL), their state in segments:
+    # The vectorised runtimes (count / sum / max / avg / max_by, EMIT FINAL), their state in segments:
     # min_by / max_by with timestamps, ties (equal v, equal ts) going to the earliest row.
     "tumble vectorised": ("SELECT k, window_start, window_end, count(*) AS n, sum(v) AS total, avg(v) AS mean, "
                           "max_by(id, ts) AS newest, min_by(ts, v) AS low_at, max_by(ts, v % 7) AS top_at "
