@@ -67,7 +67,7 @@ QUERIES = {
     # ordering value is made unique (v * 1000 + id): with ties any of the tied rows is right.
     "no key": ("SELECT window_start, window_end, count(*) AS n, count(v) AS nv, sum(v) AS total, max(v) AS top, "
                "min(v) AS low, max_by(id, v * 1000 + id) AS best, min_by(k, v * 1000 + id) AS worst, "
-               "max_by(ts, v * 1000 + id) AS best_at "
+               "max_by(ts, v * 1000 + id) AS best_at, avg(v) AS mean "
                f"FROM {TUMBLE.format(t='spread')} GROUP BY window_start, window_end LATE ROWS INTO spread_late"),
     # An event-time idle timeout with a clock per key: each key judged against the stream's newest time.
     "idle per key": ("SELECT k, window_start, window_end, count(*) AS n, collect_list(id) AS ids "
