@@ -627,17 +627,15 @@ def compare(reference, result, name: str) -> tuple[bool, str]:
     return ok, f"{name} {'=' if ok else '!='} reference ({missing:,} missing, {extra:,} extra)"
 
 
-def check(spark, query: Query, root: Path, files: dict, cutoff_us: int) -> dict:
-    """sqlwin's and native's results against a plain Spark SQL batch computation over all the
-    events fed, on the windows that end at least 1 s before the watermark every engine reached
-    (`cutoff_us`: the newest event time of the query's inputs less the 5 s delay)."""
-    from pyspark.sql import functions as F
+def register_events(spark, files: dict) -> None:
+    """The events as the views nx_bid, nx_person, nx_auction (files: {stream: [parquet paths]})."""
+    for stream in STREAMS:
+        spark.read.parquet(*[str(p) for p in files[stream]]).createOrReplaceTempView(f"nx_{stream}")
 
-    spark.read.parquet(*[str(p) for p in files["bid"]]).createOrReplaceTempView("nx_bid")
-    spark.read.parquet(*[str(p) for p in files["person"]]).createOrReplaceTempView("nx_person")
-    spark.read.parquet(*[str(p) for p in files["auction"]]).createOrReplaceTempView("nx_auction")
-    closed = f"timestamp_micros({cutoff_us - 1_000_000})"
-    base = query.name.rstrip("k")
+
+def reference_of(spark, base: str, closed: str):
+    """(result columns, the reference DataFrame -- None for q7, checked by check_q7 --, the SQL
+    of a result row's window end) of query `base` over the nx_ views, windows ending <= `closed`."""
     if base == "q5":
         columns = ["auction", "window_start", "window_end", "num"]
         reference = spark.sql("""
@@ -670,6 +668,19 @@ def check(spark, query: Query, root: Path, files: dict, cutoff_us: int) -> dict:
                         FROM nx_bid))
             GROUP BY bidder, session""").where(f"endtime <= {closed}")
     bound = {"q5": "window_end", "q7": "window_end", "q8": "window_start + INTERVAL 10 SECONDS", "q11": "endtime"}[base]
+    return columns, reference, bound
+
+
+def check(spark, query: Query, root: Path, files: dict, cutoff_us: int) -> dict:
+    """sqlwin's and native's results against a plain Spark SQL batch computation over all the
+    events fed, on the windows that end at least 1 s before the watermark every engine reached
+    (`cutoff_us`: the newest event time of the query's inputs less the 5 s delay)."""
+    from pyspark.sql import functions as F
+
+    register_events(spark, files)
+    closed = f"timestamp_micros({cutoff_us - 1_000_000})"
+    base = query.name.rstrip("k")
+    columns, reference, bound = reference_of(spark, base, closed)
     outcome = {}
     for engine in ("sqlwin", "native"):
         try:
@@ -714,6 +725,80 @@ def check_q7(spark, result, engine: str, closed: str) -> tuple[bool, str]:
     ties = top.where("ties > 1").count()
     return ok and stray == 0, (f"{text}; {stray} named bids not at the top of their window; "
                                f"{ties} windows with tied tops")
+
+
+# --------------------------------------------------------------------------- Flink 2.3
+
+FLINK_SCRIPT = Path(__file__).with_name("flink_nexmark.py")
+FLINK_TYPES = {  # the columns of flink_nexmark.py's CSV sinks (read as text, cast here)
+    "q5": {"auction": "bigint", "window_start": "timestamp", "window_end": "timestamp", "num": "bigint"},
+    "q7": {"window_start": "timestamp", "window_end": "timestamp", "price": "bigint", "auction": "bigint",
+           "bidder": "bigint", "dateTime": "timestamp"},
+    "q8": {"id": "bigint", "name": "string", "window_start": "timestamp"},
+    "q11": {"bidder": "bigint", "bid_count": "bigint", "starttime": "timestamp", "endtime": "timestamp"},
+}
+
+
+def run_flink(python: str, tmp: Path, names: list[str], args) -> dict | None:
+    """flink_nexmark.py under the Flink venv's `python` over the same generated events (its own
+    CSV copy of them), the same warm-up split; its figures ({"events", "queries": {name: ...}})."""
+    import json
+    import subprocess
+
+    out = tmp / "flink.json"
+    command = [python, str(FLINK_SCRIPT), str(tmp / "events"), str(tmp / "flink"),
+               "--warmup-batches", str(args.warmup_batches), "--parallelism", "2", "--json", str(out)]
+    for name in names:
+        command += ["--only", name]
+    print(f"== Flink 2.3: {' '.join(command)} (load average {os.getloadavg()[0]:.2f})", flush=True)
+    finished = subprocess.run(command)
+    if finished.returncode != 0 or not out.exists():
+        print(f"   flink_nexmark.py exited with {finished.returncode}")
+        return None
+    return json.loads(out.read_text())
+
+
+def check_flink(spark, base: str, sink: Path, written: list[dict], streams, warm: int) -> tuple[str, str]:
+    """Flink's rows against the same Spark reference as sqlwin's, on the windows whose events
+    are all in Flink's timed job (it starts after the warm-up batches with no state: windows
+    starting after the newest warm-up event; sessions 10 s after it) that sqlwin closed too
+    (ending >= 1 s before the final watermark of the Spark runs). Flink itself closes every
+    window at the end of its input. Returns ("yes" / "NO", details)."""
+    from pyspark.sql import functions as F
+
+    register_events(spark, {s: [e[s][0] for e in written] for s in STREAMS})
+    newest = min(max(e[s][2] for e in written) for s in streams)
+    closed = f"timestamp_micros({newest - 5_000_000 - 1_000_000})"
+    first_us = max(e[s][2] for e in written[:warm] for s in streams) + 1000 if warm else None
+    start_col = "starttime" if base == "q11" else "window_start"
+    after = "TRUE" if first_us is None else \
+        f"{start_col} >= timestamp_micros({first_us + (GAP_US if base == 'q11' else 0)})"
+    columns, ref, bound = reference_of(spark, base, closed)
+    types = FLINK_TYPES[base]
+    raw = spark.read.schema(", ".join(f"`{c}` string" for c in types)).csv(str(sink))
+    every = raw.select(*[F.col(c).cast(t).alias(c) for c, t in types.items()])
+    result = every.where(f"{bound} <= {closed} AND {after}")
+    total = every.count()
+    if base == "q7":  # every bid at its window's top price (nexmark's join back)
+        top = spark.sql("""
+            SELECT window.start AS window_start, window.end AS window_end, max(price) AS price,
+                   max_by(count, price) AS ties FROM (
+              SELECT window, price, count(*) AS count FROM nx_bid GROUP BY window(dateTime, '10 seconds'), price)
+            GROUP BY window""").where(f"window_end <= {closed} AND {after}")
+        _, text = compare(top.select("window_start", "window_end", "price"),
+                          result.select("window_start", "window_end", "price").distinct(), "flink")
+        bids = spark.sql("SELECT window(dateTime, '10 seconds').start AS window_start, price, auction, bidder, "
+                         "dateTime FROM nx_bid")
+        stray = result.join(bids, ["window_start", "price", "auction", "bidder", "dateTime"], "left_anti").count()
+        expected = top.agg(F.sum("ties")).first()[0] or 0
+        rows = result.count()
+        ok = text.startswith("flink =") and stray == 0 and rows == expected
+        return ("yes" if ok else "NO"), (f"{text}; {rows:,} rows, {expected:,} bids at the top prices; "
+                                         f"{stray} not at the top of their window; {total:,} rows in all")
+    ok, text = compare(ref.where(after), result, "flink")
+    windows = result.select(start_col).distinct().count() if base != "q11" else result.count()
+    unit = "windows" if base != "q11" else "sessions"
+    return ("yes" if ok else "NO"), f"{text} on {windows:,} {unit}; {total:,} rows in all (every window closed)"
 
 
 # --------------------------------------------------------------------------- running
@@ -800,10 +885,11 @@ def run_query(spark, sw, F, query: Query, schemas: dict, written: list[dict], ro
     return result
 
 
-def print_table(results: list[dict], events: int) -> None:
+def print_table(results: list[dict], events: int, flink: dict | None) -> None:
     print()
     print(f"{'query':<6} {'sqlwin s':>8} {'sqlwin ev/s':>12} {'per core':>9} {'Flink/core':>10} {'vs Flink':>8} "
-          f"{'ev/CPU-s':>9} {'native ev/s':>12} {'vs native':>9}  agrees")
+          f"{'ev/CPU-s':>9} {'native ev/s':>12} {'vs native':>9}  agrees  {'Flink2.3 ev/s':>13} "
+          f"{'vs Flink2.3':>11}  Flink agrees")
     for r in results:
         if "sqlwin" not in r:
             print(f"{r['name']:<6} sqlwin error: {r.get('error', '?')}")
@@ -811,15 +897,28 @@ def print_table(results: list[dict], events: int) -> None:
         o = r["sqlwin"]
         per_core = o["events_per_s"] / 2
         native = r.get("native")
+        ours = (flink or {}).get("queries", {}).get(r["name"].rstrip("k"), {})
+        theirs = ours.get("events_per_s")
         print(f"{r['name']:<6} {o['seconds']:>8.1f} {o['events_per_s']:>12,.0f} {per_core:>9,.0f} {r['flink']:>10,.0f} "
               f"{per_core / r['flink']:>8.2f} {o['events_per_cpu_s']:>9,.0f} "
               f"{(format(native['events_per_s'], ',.0f') if native else '-'):>12} "
-              f"{(format(r['ratio'], '.2f') if native else '-'):>9}  {r.get('agree', '-')}")
+              f"{(format(r['ratio'], '.2f') if native else '-'):>9}  {r.get('agree', '-'):<6} "
+              f"{(format(theirs, ',.0f') if theirs else '-'):>13} "
+              f"{(format(o['events_per_s'] / theirs, '.2f') if theirs else '-'):>11}  "
+              f"{r.get('flink_agree', ours.get('error', '-'))}")
     print(f"events = all Nexmark events (person + auction + bid) of the measured micro-batches ({events:,}); "
           "per core = events/s / 2 (local[2]); Flink/core = Flink 1.13's published throughput per core; "
           "vs Flink = per core / Flink/core; ev/CPU-s = events per CPU-second this process tree used "
           "(driver, JVM, Python workers), Nexmark's own measure of cores; vs native = sqlwin events/s / "
           "native Spark events/s on the same files in the same run")
+    if flink is None:
+        print("Flink 2.3 not run (--flink PYTHON or SQLWIN_FLINK_PYTHON: the Python of a venv with "
+              "apache-flink==2.3.0, see benchmarks/flink_setup.sh)")
+    else:
+        print(f"Flink2.3 ev/s = the same events ({flink['events']:,}) / the wall time of one Flink 2.3 streaming "
+              f"job over the measured batches (parallelism {flink['parallelism']}, {flink['state_backend']} state, "
+              "from submission to the job's end, after an untimed job over the warm-up batches); vs Flink2.3 = "
+              "sqlwin events/s / Flink2.3 ev/s (q5k / q11k against Flink's q5 / q11)")
 
 
 def main() -> None:
@@ -837,6 +936,10 @@ def main() -> None:
                         help="also run q5 and q11 with PARTITION BY (a clock per key: sqlwin's buckets in parallel)")
     parser.add_argument("--no-native", dest="native", action="store_false", help="sqlwin only")
     parser.add_argument("--keep", action="store_true", help="keep the working directory and print where it is")
+    parser.add_argument("--flink", metavar="PYTHON", default=os.environ.get("SQLWIN_FLINK_PYTHON"),
+                        help="the Python of a venv with apache-flink==2.3.0 (benchmarks/flink_setup.sh): after "
+                             "the Spark runs, run benchmarks/flink_nexmark.py with it over the same events "
+                             "(default: $SQLWIN_FLINK_PYTHON; unset: Flink 2.3 is not run)")
     args = parser.parse_args()
     if args.batches <= args.warmup_batches:
         parser.error("--batches must be more than --warmup-batches")
@@ -865,14 +968,31 @@ def main() -> None:
               f"RocksDB state; watermark delay 5 s; the first {args.warmup_batches} micro-batches of each query "
               "are a warm-up, left out of the figures; sqlwin and native fed the same files, interleaved")
         print()
-        results = []
+        results, ran = [], {}
         for query in load_queries(args.per_key):
             if args.only and query.name not in args.only:
                 continue
             results.append(run_query(spark, sw, F, query, schemas, written, tmp / query.name, args))
+            ran.setdefault(query.name.rstrip("k"), query.streams)
             print()
+        flink = None
+        if args.flink:
+            flink = run_flink(args.flink, tmp, list(ran), args)
+            for name, streams in ran.items():
+                figures = (flink or {}).get("queries", {}).get(name, {})
+                if "events_per_s" not in figures:
+                    continue
+                try:
+                    agree, details = check_flink(spark, name, tmp / "flink" / "sink" / name, written, streams,
+                                                 args.warmup_batches)
+                except Exception as err:
+                    agree, details = "error", first_line(err)
+                print(f"   flink {name} results: {details}")
+                for r in results:
+                    if r["name"].rstrip("k") == name:
+                        r["flink_agree"] = agree
         measured = sum(e["last"] - e["first"] for e in written[args.warmup_batches:])
-        print_table(results, measured)
+        print_table(results, measured, flink)
         print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     finally:
         if spark is not None:

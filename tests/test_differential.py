@@ -446,11 +446,11 @@ def time_types(*schemas) -> set[str]:
 def uses_vectorised_runtime(sw, config: Config, view: str) -> bool:
     """Whether the stream runs this query on the vectorised runtime (as the lowering decides it;
     replay decides alike, except for SESSION, which it replays on the general runtime)."""
-    from sqlwin.spark.operator import vectorisable
+    from sqlwin.spark.operator import choose_runtime
     from sqlwin.spark.stateful import prepare_stateful
 
     query = prepare_stateful(sw.plan(config.query(view, None)), "streaming", 2)
-    return vectorisable(query.config, sw.spark.sql(query.input_sql(arrival=True)).schema) is not None
+    return choose_runtime(query.config, sw.spark.sql(query.input_sql(arrival=True)).schema).vectorised is not None
 
 
 def run_replay_outcome(sw, config: Config, view: str, late_view: str) -> Outcome:

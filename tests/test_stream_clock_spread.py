@@ -35,7 +35,7 @@ QUERIES = {
     "hop collect": ("SELECT k, window_start, window_end, collect_list(id) AS ids "
                     f"FROM HOP(TABLE spread WATERMARK ts DELAY OF INTERVAL 10 SECONDS {ARRIVAL}, DESCRIPTOR(ts), "
                     "INTERVAL 1 MINUTE, INTERVAL 3 MINUTES) GROUP BY k, window_start, window_end LATE ROWS INTO spread_late"),
-    # The vectorised runtimes (count / sum / max / avg, EMIT FINAL), their state in segments:
+    # The vectorised runtimes (count / sum / max / avg / max_by, EMIT FINAL), their state in segments:
     # min_by / max_by with timestamps, ties (equal v, equal ts) going to the earliest row.
     "tumble vectorised": ("SELECT k, window_start, window_end, count(*) AS n, sum(v) AS total, avg(v) AS mean, "
                           "max_by(id, ts) AS newest, min_by(ts, v) AS low_at, max_by(ts, v % 7) AS top_at "
@@ -67,7 +67,7 @@ QUERIES = {
     # ordering value is made unique (v * 1000 + id): with ties any of the tied rows is right.
     "no key": ("SELECT window_start, window_end, count(*) AS n, count(v) AS nv, sum(v) AS total, max(v) AS top, "
                "min(v) AS low, max_by(id, v * 1000 + id) AS best, min_by(k, v * 1000 + id) AS worst, "
-               "max_by(ts, v * 1000 + id) AS best_at "
+               "max_by(ts, v * 1000 + id) AS best_at, avg(v) AS mean "
                f"FROM {TUMBLE.format(t='spread')} GROUP BY window_start, window_end LATE ROWS INTO spread_late"),
     # An event-time idle timeout with a clock per key: each key judged against the stream's newest time.
     "idle per key": ("SELECT k, window_start, window_end, count(*) AS n, collect_list(id) AS ids "

@@ -23,10 +23,12 @@ import pandas as pd
 import numpy as np
 
 from sqlwin.runtime import AggregateSpec, BatchResult, WindowRuntime
-from sqlwin.runtime.keyed import KeyedWindowRuntime, RowBatch, keyed_state_applies
+from sqlwin.runtime import select
+from sqlwin.runtime.keyed import KeyedWindowRuntime, RowBatch
+from sqlwin.runtime.select import RuntimeChoice
 from sqlwin.runtime.segments import SegmentedState, Store
 from sqlwin.runtime.snapshots import OtherSnapshotKind, seal, unseal
-from sqlwin.runtime.vector import Columns, vector_class
+from sqlwin.runtime.vector import Columns
 
 if t.TYPE_CHECKING:
     import pyarrow as pa
@@ -95,29 +97,29 @@ def column_values(series: pd.Series, integral: bool = False) -> list:
     return values
 
 
-def vectorisable(config: OperatorConfig, schema, many_batches: bool = False, by_aggregates: bool = True):
-    """The vectorised runtime class that serves this query, or None (the general runtime): by its
-    shape (sqlwin.runtime.vector.vector_class), one runtime per bucket, and numeric aggregate
-    arguments (the Spark schema of the input rows). `many_batches`: a replay. `by_aggregates`
-    False: min_by / max_by go to the general runtime (a stream whose checkpoint keeps them there)."""
+def choose_runtime(config: OperatorConfig, schema, many_batches: bool = False, segmented_general: bool = True,
+                   by_aggregates: bool = True) -> RuntimeChoice:
+    """The runtime that runs this query's buckets (sqlwin.runtime.select.choose), the kinds of its
+    aggregate arguments read from the Spark schema of the input rows. `many_batches`: a replay;
+    `segmented_general`, `by_aggregates`: a stream's checkpoint layout."""
     from pyspark.sql.types import BooleanType, DoubleType, FloatType, IntegralType, TimestampNTZType, TimestampType
 
     types = {f.name: f.dataType for f in schema.fields}
 
-    def numeric(index: int, timestamps: bool = False) -> bool:
-        kind = types.get(f"__a{index}")
-        allowed = (IntegralType, FloatType, DoubleType) + ((TimestampType, TimestampNTZType) if timestamps else ())
-        return isinstance(kind, allowed) and not isinstance(kind, BooleanType)
-
-    def covered(spec) -> bool:  # min_by / max_by compare and keep timestamps as microseconds
-        by = spec.func in ("min_by", "max_by")
-        return (by_aggregates or not by) and ((spec.arg is None or numeric(spec.arg, by))
-                and (spec.arg2 is None or numeric(spec.arg2, by)))
+    def kind(index: int) -> str:
+        value = types.get(f"__a{index}")
+        if isinstance(value, BooleanType):
+            return select.OTHER
+        if isinstance(value, IntegralType):
+            return select.INTEGER
+        if isinstance(value, (FloatType, DoubleType)):
+            return select.FLOAT
+        return select.TIMESTAMP if isinstance(value, (TimestampType, TimestampNTZType)) else select.OTHER
 
     c = config
-    if c.clock_positions not in (None, ()) or not all(covered(a) for a in c.aggregates):
-        return None
-    return vector_class(c.windower, c.watermark, c.emit, c.aggregates, c.processing_time, many_batches)
+    return select.choose(c.windower, c.watermark, c.emit, c.aggregates, c.processing_time, c.timers, c.clock_positions,
+                         [kind(i) for i in range(c.argument_count)], many_batches=many_batches,
+                         segmented_general=segmented_general, by_aggregates=by_aggregates)
 
 
 TIMESTAMP = "timestamp"  # the flag of a timestamp column (replay.integral_flags)
@@ -274,7 +276,7 @@ class BucketState:
     def __init__(self, config: OperatorConfig, integral: tuple[bool, ...] = (), vectorised: type | None = None):
         self.config = config
         self.integral = integral  # per input column __k*, __a*, __r*: a nullable integer column
-        # a vectorised runtime class (over columns, `vectorisable`), else WindowRuntime over rows
+        # a vectorised runtime class (over columns, `choose_runtime`), else WindowRuntime over rows
         self.vectorised = vectorised is not None
         self.runtime_class = vectorised or WindowRuntime
         self.runtimes: dict[tuple, t.Any] = {}
@@ -392,12 +394,6 @@ class BucketState:
             for name, value in runtime.counts.items():
                 total[name] = total.get(name, 0) + value
         return total
-
-
-def keyed_state(config: OperatorConfig) -> bool:
-    """The general runtime may keep this query's state in pieces of keys (runtime/keyed.py)."""
-    c = config
-    return keyed_state_applies(c.watermark, c.emit, c.processing_time, c.timers, c.clock_positions)
 
 
 def frame_rows(frame: pd.DataFrame, config: OperatorConfig, integral: tuple[bool, ...]) -> list[tuple]:

@@ -14,6 +14,9 @@ import pyarrow.compute as pc
 from pyspark.sql.streaming import StatefulProcessor
 
 from sqlwin.runtime.segments import INDEX, SEGMENT
+
+if t.TYPE_CHECKING:
+    import pyarrow as pa
 from sqlwin.spark.operator import (CARRY, END_OF_INPUT, BucketState, OperatorConfig, SegmentedBucket, block_frames,
                                    carried_records, records, records_frame, rows_frame, stream_bounds_of,
                                    unpack_rows)

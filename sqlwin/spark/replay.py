@@ -16,7 +16,7 @@ import typing as t
 import uuid
 from dataclasses import dataclass
 
-from sqlwin.spark.operator import RECORD_TYPES, TIMESTAMP, record_columns, replay_columns, replay_partition, vectorisable
+from sqlwin.spark.operator import RECORD_TYPES, TIMESTAMP, choose_runtime, record_columns, replay_columns, replay_partition
 from sqlwin.spark.stateful import (RESULT_ORDER, STAGE_VIEW, UPSTREAM_ROW, StatefulQuery, chain_late, check_input_types,
                                    prepare_stateful)
 from sqlwin.sql.joins import describe_join
@@ -59,7 +59,7 @@ def run_replay(runner: "SparkRunner", plan: QueryPlan, late_row_struct: str | No
                        rows.groupBy("__batch").agg({"__ptime": "max"}).dropna().collect()]
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    vectorised = vectorisable(config, rows.schema, many_batches=True)
+    vectorised = choose_runtime(config, rows.schema, many_batches=True).vectorised
     # One clock for the stream over every partition: each is told the stream's clock per batch.
     stream_clock = _stream_clock(rows, query) if query.spread else None
     function = replay_partition(config, integral_flags(rows), vectorised, batch_times,
@@ -163,11 +163,7 @@ def explain_replay(runner: "SparkRunner", plan: QueryPlan):
     input_sql = query.input_sql(arrival=True)
     rows = runner.sql(input_sql, plan.sql)  # analysed only: the schema decides the engine path
     check_input_types(query, rows.schema)
-    vectorised = vectorisable(query.config, rows.schema, many_batches=True)
-    engine = (f"the vectorised runtime ({vectorised.__name__}): event time, EMIT FINAL, count / sum / min / "
-              "max / avg" if vectorised else
-              "the general window runtime (the vectorised one covers event-time EMIT FINAL with count / sum / "
-              "min / max / avg, and no SESSION in replay)")
+    engine = choose_runtime(query.config, rows.schema, many_batches=True).description
     positions = query.config.clock_positions
     if query.partial_merge is not None:
         spread = (f"hash-partitioned by a hash of each row (no GROUP BY key) into {query.bucket_count} partitions, "

@@ -387,8 +387,9 @@ def partial_aggregation(rel: WindowRelation, emit, watermark, specs: list[Aggreg
     time (TUMBLE, HOP, CUMULATE: a row's windows do not depend on the other rows, as a SESSION's
     or a COUNT_WINDOW's do), EMIT FINAL (each window fires once, in the batch the stream's clock
     closes it, in every bucket), one clock for the stream that combines, and aggregates with a
-    partial form: count, sum, min, max over numbers, max_by / min_by (with the max / min of their
-    ordering value beside them). Other queries run in one bucket."""
+    partial form: count, sum, min, max over numbers, avg over numbers (a sum and a count),
+    max_by / min_by (with the max / min of their ordering value beside them). Other queries run
+    in one bucket."""
     from sqlwin.ir import Cumulate, Hop, Tumble
 
     if not isinstance(rel.windower, (Tumble, Hop, Cumulate)) or not emit.is_final_only or emit.allowed_lateness:
@@ -408,6 +409,10 @@ def partial_aggregation(rel: WindowRelation, emit, watermark, specs: list[Aggreg
         elif spec.func == "sum" and _numeric_argument(rel, arguments[spec.arg]):
             partial.append(spec)
             merge.append(f"sum(__agg{j})")
+        elif spec.func == "avg" and _numeric_argument(rel, arguments[spec.arg]):
+            # each bucket's sum and count; merged, their sums divided (NULL where no value was seen)
+            partial += [AggregateSpec("sum", spec.arg), AggregateSpec("count", spec.arg)]
+            merge.append(f"CAST(sum(__agg{j}) AS DOUBLE) / NULLIF(sum(__agg{j + 1}), 0)")
         elif spec.func in ("max_by", "min_by"):
             # max_by(v, k): each bucket's max_by and max(k); merged, the max_by of those
             partial += [spec, AggregateSpec("max" if spec.func == "max_by" else "min", spec.arg2)]

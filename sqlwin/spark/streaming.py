@@ -39,9 +39,8 @@ from pyspark.sql import functions as F
 
 from sqlwin.errors import SqlwinError, SqlwinUnsupportedError, SqlwinUsageError
 from sqlwin.spark.connect import is_connect
-from sqlwin.runtime.keyed import KeyedWindowRuntime
-from sqlwin.spark.operator import (CARRIED, END_OF_INPUT, PACKED_SCHEMA, OperatorConfig, clock_packer, keyed_state,
-                                   pack_rows, vectorisable)
+from sqlwin.spark.operator import (CARRIED, END_OF_INPUT, PACKED_SCHEMA, OperatorConfig, choose_runtime, clock_packer,
+                                   pack_rows)
 from sqlwin.spark.replay import integral_flags, record_schema
 from sqlwin.spark.processor import WindowProcessor
 from sqlwin.spark.stateful import (JSON_OPTIONS, STAGE_VIEW, UPSTREAM_ROW, StatefulQuery, can_spread_clock, chain_late,
@@ -439,8 +438,8 @@ def _window_operator(runner: "SparkRunner", stateful: StatefulQuery, query_text:
         time_mode = "EventTime"
     elif clock == "processing":
         time_mode = "ProcessingTime"
-    vectorised = vectorisable(config, rows.schema, by_aggregates=by_aggregates)
-    runtime_class = vectorised or (KeyedWindowRuntime if keyed and keyed_state(config) else None)
+    choice = choose_runtime(config, rows.schema, segmented_general=keyed, by_aggregates=by_aggregates)
+    runtime_class = choice.runtime if choice.segmented else None
     processor = WindowProcessor(config, integral_flags(rows), clock, _tick_ms(config), operator_input.columns,
                                 rows.columns, runtime_class, schema)
     output = operator_input.groupBy("__bucket").transformWithStateInPandas(processor, schema, "Append", time_mode)
@@ -466,16 +465,8 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
     input_sql = stateful.input_sql(arrival=False)
     rows = runner.sql(input_sql, plan.sql)
     config = stateful.config
-    vectorised = vectorisable(config, rows.schema)
-    if vectorised:
-        engine = (f"the vectorised runtime ({vectorised.__name__}), its state in segments: a batch reads and "
-                  "writes only the keys it touches")
-    elif keyed_state(config):
-        engine = ("the general window runtime, its state in segments of keys: a batch reads and writes only the "
-                  "keys it touches and those whose windows its clock closes")
-    else:
-        engine = ("the general window runtime, one state value per bucket (timers, processing time or an idle "
-                  "timeout visit every key as time passes)")
+    choice = choose_runtime(config, rows.schema)
+    engine = f"{choice.description}, {choice.storage}"
     if stateful.relation.options.get("arrival_time"):
         clock = ("processing time read from the rows' arrival_time: Spark's event-time watermark over it "
                  "drives the timers (EventTime mode)")
