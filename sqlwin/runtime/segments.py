@@ -97,7 +97,14 @@ class SegmentedState:
     """One bucket's vectorised runtime state in a Store; `process` / `end_of_input` as the runtime's."""
 
     def __init__(self, runtime_class, config: tuple, store: Store, segment_keys: int | None = None,
-                 index_part_keys: int = 262_144):
+                 index_part_keys: int = 262_144, carry_on: type | None = None):
+        """`carry_on`: a class whose stored state is continued with that class instead (the general
+        runtime's, where the query is now vectorised: it computes the same, from the state it has)."""
+        blob = store.get_directory()
+        if blob is not None:
+            sealed = unseal(blob, "SegmentDirectory")
+            if carry_on is not None and sealed.state["runtime"] == carry_on.__name__:
+                runtime_class = carry_on
         self.runtime_class = runtime_class
         self.config = tuple(config)
         self.store = store
@@ -105,12 +112,10 @@ class SegmentedState:
         self.index_part_keys = index_part_keys
         self._parts_read: dict[int, t.Any] = {}
         self.columnar = False  # emissions as EmissionBlocks (the runtime's `columnar`), not objects
-        blob = store.get_directory()
         self.fresh = blob is None  # nothing stored yet
         if blob is None:
             self.dir = self._empty_directory()
         else:
-            sealed = unseal(blob, "SegmentDirectory")
             self.dir = dict(sealed.state, config=sealed.config)
             if self.dir["runtime"] != runtime_class.__name__:
                 raise RuntimeConfigError(f"The state holds a {self.dir['runtime']} runtime, not a "

@@ -416,25 +416,28 @@ class SegmentedBucket:
 
     The same driving methods as BucketState; state is written to the store as the batch runs
     (Spark commits it with the batch). A checkpoint of the one-value layout (`legacy`, a
-    BucketState snapshot) is moved into segments on its first batch.
+    BucketState snapshot) is moved into segments on its first batch. State the general runtime
+    wrote where the query is now vectorised (a checkpoint started before the vectorised runtime
+    covered its shape) carries on in the general runtime, in segments: never dropped.
     """
 
     def __init__(self, config: OperatorConfig, integral: tuple[bool, ...], runtime_class: type, store: Store,
                  legacy: bytes | None = None, columnar: bool = False):
         self.config, self.integral = config, integral
-        self.general = issubclass(runtime_class, KeyedWindowRuntime)
         c = config
         args = (c.windower, c.watermark, c.emit, c.aggregates, c.processing_time)
         runtime = None
         if legacy:
-            old = BucketState.restore(legacy, config, integral, None if self.general else runtime_class)
-            runtime = old.runtimes.get(())
-        if runtime is not None and self.general and isinstance(runtime, WindowRuntime):
+            general = issubclass(runtime_class, KeyedWindowRuntime)
+            runtime = BucketState.restore(legacy, config, integral, None if general else runtime_class).runtimes.get(())
+        if isinstance(runtime, WindowRuntime):
+            runtime_class = KeyedWindowRuntime
             runtime = KeyedWindowRuntime.from_runtime(runtime)
-        if runtime is not None and isinstance(runtime, runtime_class):
+        if runtime is not None:
             self.state = SegmentedState.from_runtime(runtime, store)
         else:
-            self.state = SegmentedState(runtime_class, args, store)
+            self.state = SegmentedState(runtime_class, args, store, carry_on=KeyedWindowRuntime)
+        self.general = issubclass(self.state.runtime_class, KeyedWindowRuntime)
         self.state.columnar = columnar and not self.general  # emissions as blocks of columns (`block_frames`)
 
     def process(self, table: "pa.Table", batch_time: int, stream_bounds: dict | None = None) -> list[BatchResult]:

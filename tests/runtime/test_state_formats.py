@@ -180,8 +180,10 @@ class Holder:
         config, integral = operator_config(self.name), INTEGRAL[self.width]
         if route == "vectorised":
             return BucketState.restore(files["state.bin"], config, integral, FixedFinalRuntime)
-        if route == "segments":
-            target = KeyedWindowRuntime if self.cls is WindowRuntime else self.cls
+        if route in ("segments", "segments, now vectorised"):
+            target = KeyedWindowRuntime if self.cls is WindowRuntime and route == "segments" else self.cls
+            if route == "segments, now vectorised":
+                target = FixedFinalRuntime  # the general runtime's state carries on, never dropped
             moved = SegmentedBucket(config, integral, target, MemoryStore(), legacy=files["state.bin"])
             moved.state.segment_keys = SEGMENT_KEYS
             return moved.state
@@ -287,7 +289,8 @@ def files_of(place: pathlib.Path) -> dict[str, bytes]:
 # Other ways a stored BucketState is read: a general runtime's where the vectorised class is now
 # chosen (it carries on with the general runtime), and one-value checkpoints moved into segments.
 ROUTES = [(name, "same") for name in CASES] + [("bucket_general_tumble", "vectorised"),
-                                               ("bucket_general_tumble", "segments"), ("bucket_fixed", "segments")]
+                                               ("bucket_general_tumble", "segments"), ("bucket_fixed", "segments"),
+                                               ("bucket_general_tumble", "segments, now vectorised")]
 
 
 @pytest.mark.parametrize("cut", CUTS)
@@ -394,3 +397,18 @@ def test_a_state_sqlwin_cannot_read_is_refused_with_a_clear_message():
 
 if __name__ == "__main__" and len(sys.argv) == 3 and sys.argv[1] == "--write":
     write(pathlib.Path(sys.argv[2]))
+
+
+def test_general_state_in_segments_carries_on_where_the_query_is_now_vectorised(stored):
+    """A bucket whose segments hold the general runtime's state, opened where the vectorised class
+    is now chosen, continues with the general runtime (its state read, not started afresh)."""
+    directory, _ = stored
+    holder = Holder("bucket_general_tumble")
+    config, integral = operator_config(holder.name), INTEGRAL[holder.width]
+    store = MemoryStore()
+    moved = SegmentedBucket(config, integral, FixedFinalRuntime, store,
+                            legacy=files_of(directory / f"bucket_general_tumble@{CUTS[0]}")["state.bin"])
+    assert moved.general and moved.state.key_count > 0
+    reopened = SegmentedBucket(config, integral, FixedFinalRuntime, store)
+    assert reopened.general and reopened.state.runtime_class is KeyedWindowRuntime
+    assert reopened.state.key_count == moved.state.key_count
