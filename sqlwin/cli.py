@@ -186,6 +186,7 @@ def session_options(args: argparse.Namespace) -> dict[str, t.Any]:
 def _run(args: argparse.Namespace) -> int:
     query = _read_query(args.query)
     tables = _parse_tables(_declared_tables(query, args.query) + args.table)
+    check_before_spark(query, args, tables)
     for out in (args.out, args.rejected):  # before Spark starts: refused outputs cost nothing
         if out:
             check_out(Path(out), args.overwrite, tables)
@@ -234,6 +235,7 @@ def _stream(args: argparse.Namespace) -> int:
 
     query = _read_query(args.query)
     sources = _parse_tables(args.source, "--source")
+    check_before_spark(query, args, sources)
     options = {"maxFilesPerTrigger": str(args.max_files_per_trigger)} if args.max_files_per_trigger else {}
     # Before Spark starts (refusals cost nothing): the sinks' owners, directories that cannot be written,
     # a checkpoint a running stream holds. sw.stream asks again, and takes the checkpoint's lock.
@@ -243,6 +245,8 @@ def _stream(args: argparse.Namespace) -> int:
                        checkpoint=args.checkpoint, late_sink=args.late_sink, source_format=args.format,
                        source_options=options)
     print(f"streaming into {args.sink} (checkpoint {args.checkpoint}); Ctrl-C stops", file=sys.stderr)
+    for note in _watermark_notes(query):
+        print(f"sqlwin: {note}", file=sys.stderr)
     shown, noted = -1, 0
 
     def report(ending: bool = False) -> None:  # a line for every batch run since the last report
@@ -276,6 +280,16 @@ def _stream(args: argparse.Namespace) -> int:
     return 0
 
 
+def _watermark_notes(query: str) -> list[str]:
+    """What watermark a window function without WATERMARK gets (sqlwin.sql.plan.default_watermark_notes)."""
+    from sqlwin.sql.plan import build_plan, default_watermark_notes
+
+    try:
+        return default_watermark_notes(build_plan(query))  # names only: no schema needed
+    except SqlwinError:
+        return []
+
+
 def _new_progress(handle, shown: int) -> list[dict]:
     """Spark's progress reports of the batches after batch `shown`, oldest first (Spark keeps the
     last 100; a batch id seen twice, a batch run again after a restart, is reported once)."""
@@ -306,6 +320,7 @@ def _progress_line(status: dict, ending: bool = False) -> str:
 def _explain(args: argparse.Namespace) -> int:
     query = _read_query(args.query)
     tables = _parse_tables(_declared_tables(query, args.query) + args.table)
+    check_before_spark(query, args, tables)
     sw = _attach(args)
     _register_tables(sw.spark, tables)
     print(sw.explain(query, stream=args.stream))
@@ -322,6 +337,33 @@ def _sql(args: argparse.Namespace) -> int:
     options = session_options(args)  # a bad --conf is refused before the script is read or Spark starts
     return run(lambda: _attach(args, options, app_name="sqlwin-sql"), args.execute, args.file, args.silent,
                debug=args.debug)
+
+
+def check_before_spark(query: str, args: argparse.Namespace, tables: t.Iterable[str] | None) -> None:
+    """The query's syntax, the tables it names and what needs no columns, checked before Spark
+    starts (a tenth of a second, not Spark's start-up). `tables`: the command's --table/--source
+    names, the only tables a local session will hold, unless a catalog or a Connect server may
+    hold others (then names are left to Spark)."""
+    from sqlwin.sql.check import check_query
+
+    options = session_options(args)
+    conf = options["conf"]
+    if options.get("remote") or os.environ.get("SQLWIN_REMOTE") or any(
+            key.startswith(("spark.sql.catalog", "spark.sql.defaultCatalog")) for key in conf) or _defaults_conf():
+        tables = None
+    check_query(query, set(tables) if tables is not None else None,
+                conf.get("spark.sql.session.timeZone", "UTC"))
+
+
+def _defaults_conf() -> bool:
+    """Whether a spark-defaults.conf Spark will read may configure a catalog."""
+    home = os.environ.get("SPARK_CONF_DIR") or (os.environ.get("SPARK_HOME", "") and
+                                                 os.path.join(os.environ["SPARK_HOME"], "conf"))
+    path = Path(home, "spark-defaults.conf") if home else None
+    try:
+        return path is not None and "catalog" in path.read_text()
+    except OSError:
+        return False
 
 
 def _attach(args: argparse.Namespace, options: dict[str, t.Any] | None = None, app_name: str = "sqlwin"):
