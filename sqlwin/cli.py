@@ -2,7 +2,7 @@
 
     sqlwin run QUERY.sql --table NAME=PATH [--table ...] [--out PATH [--overwrite]] [--rejected PATH] [--limit N]
     sqlwin explain QUERY.sql --table NAME=PATH [--table ...] [--stream] [--timeline PICTURE.png]
-    sqlwin stream QUERY.sql --source NAME=DIR [--format parquet|csv|json] --checkpoint DIR --sink DIR
+    sqlwin stream QUERY.sql --source NAME=DIR [--source-format parquet|csv|json] --checkpoint DIR --sink DIR
                   [--late-sink DIR] [--once] [--max-files-per-trigger N]
     sqlwin sql [-e "STATEMENTS" | -f FILE.sql] [-S]     (a spark-sql style shell; see sqlwin/shell.py)
 
@@ -108,8 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     stream.add_argument("query", help="a file with the SQL query (or - for standard input)")
     stream.add_argument("--source", action="append", default=[], metavar="NAME=DIR", required=True,
                         help="a directory of files the stream reads as table NAME (new files are new rows)")
-    stream.add_argument("--format", default="parquet", choices=("parquet", "csv", "json"),
-                        help="the source files' format (default parquet)")
+    add_source_format(stream)
     stream.add_argument("--checkpoint", required=True, help="checkpoint directory (restart from it after a stop)")
     stream.add_argument("--sink", required=True, help="results as parquet, one batch_id=N directory per micro-batch")
     stream.add_argument("--late-sink", help="late and rejected rows (with LATE ROWS INTO), as parquet")
@@ -148,6 +147,27 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument("--debug", action="store_true",
                              help="on an error, also print the Python traceback and Spark's JVM stack (for a bug report)")
     return parser
+
+
+SOURCE_FORMATS = ("parquet", "csv", "json")
+
+
+def add_source_format(parser) -> None:
+    """--source-format, the name sw.stream gives it (source_format); --format, its first name, still works."""
+    parser.add_argument("--source-format", choices=SOURCE_FORMATS,
+                        help="the source files' format (default parquet; sw.stream's source_format)")
+    parser.add_argument("--format", dest="deprecated_format", choices=SOURCE_FORMATS,
+                        help="deprecated: the same as --source-format")
+
+
+def source_format(args: argparse.Namespace) -> str:
+    """The source files' format from --source-format or the deprecated --format (which says so on stderr)."""
+    if args.deprecated_format is not None:
+        if args.source_format not in (None, args.deprecated_format):
+            raise SqlwinUsageError(f"--format {args.deprecated_format} and --source-format {args.source_format} "
+                                   "disagree", hint="--source-format alone (--format is its deprecated name)")
+        print(f"sqlwin: --format is deprecated; say --source-format {args.deprecated_format}", file=sys.stderr)
+    return args.source_format or args.deprecated_format or "parquet"
 
 
 def _add_query_arguments(parser: argparse.ArgumentParser) -> None:
@@ -235,6 +255,7 @@ def _stream(args: argparse.Namespace) -> int:
 
     query = _read_query(args.query)
     sources = _parse_tables(args.source, "--source")
+    fmt = source_format(args)
     check_before_spark(query, args, sources)
     options = {"maxFilesPerTrigger": str(args.max_files_per_trigger)} if args.max_files_per_trigger else {}
     # Before Spark starts (refusals cost nothing): the sinks' owners, directories that cannot be written,
@@ -242,7 +263,7 @@ def _stream(args: argparse.Namespace) -> int:
     check_stream_outputs(args.checkpoint, {"sink": args.sink, "late sink": args.late_sink}, sources)
     sw = _attach(args)
     handle = sw.stream(query, sources={name: str(path) for name, path in sources.items()}, sink=args.sink,
-                       checkpoint=args.checkpoint, late_sink=args.late_sink, source_format=args.format,
+                       checkpoint=args.checkpoint, late_sink=args.late_sink, source_format=fmt,
                        source_options=options)
     print(f"streaming into {args.sink} (checkpoint {args.checkpoint}); Ctrl-C stops", file=sys.stderr)
     for note in _watermark_notes(query):

@@ -97,3 +97,28 @@ def test_a_stream_without_watermark_is_told_the_default():
                      "that is late; to wait for rows out of order: TABLE clicks WATERMARK ts DELAY OF INTERVAL 10 "
                      "SECONDS"]
     assert _watermark_notes(WINDOWED.format(t="clicks WATERMARK ts DELAY OF INTERVAL 1 SECOND")) == []
+
+
+def test_the_source_format_has_one_name_and_format_still_works(tmp_path, capsys):
+    """`sqlwin stream --source-format` is sw.stream's `source_format`; `--format`, its first name, still works."""
+    from sqlwin.cli import _parser, source_format
+    from sqlwin.errors import SqlwinUsageError
+
+    def parsed(*options: str):
+        return _parser().parse_args(["stream", "q.sql", "--source", "a=in", "--checkpoint", "c", "--sink", "s", *options])
+
+    assert source_format(parsed()) == "parquet"
+    assert source_format(parsed("--source-format", "csv")) == "csv" and capsys.readouterr().err == ""
+    assert source_format(parsed("--format", "json")) == "json"
+    assert "--format is deprecated; say --source-format json" in capsys.readouterr().err
+    with pytest.raises(SqlwinUsageError, match="disagree"):
+        source_format(parsed("--format", "csv", "--source-format", "json"))
+
+
+def test_format_and_source_format_that_disagree_are_refused_before_spark_starts(tmp_path):
+    (tmp_path / "in").mkdir()
+    code, err, seconds = _sqlwin(tmp_path, "stream", _query(tmp_path, WINDOWED.format(t="clicks")),
+                                 "--source", f"clicks={tmp_path / 'in'}", "--format", "csv", "--source-format", "json",
+                                 "--checkpoint", str(tmp_path / "cp"), "--sink", str(tmp_path / "out"))
+    assert code == 2 and "--format csv and --source-format json disagree" in err and "Java" not in err, err
+    assert seconds < 3, seconds
