@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from sqlwin.errors import SqlwinError, SqlwinSyntaxError, SqlwinValidationError
 from sqlwin.sql.dialect import LateRowsInto, parse_one
-from sqlwin.sql.plan import _node_position, _parents, _user_text, assuming_time_type, build_plan, did_you_mean
+from sqlwin.sql.plan import _parents, _user_text, assuming_time_type, build_plan, did_you_mean, node_position
 
 
 # A statement whose first word is a keyword misspelt (SELEC): no SQL of Spark's either.
@@ -86,5 +86,5 @@ def _check_tables(ast: exp.Expr, known: dict[str, str], query: str) -> None:
         if name.lower() in known or name.lower() in ctes:
             continue
         err = unknown_table(name, [*known.values(), *ctes])
-        raise SqlwinValidationError(err.message, _node_position(table.this, _user_text(table.this)),
+        raise SqlwinValidationError(err.message, node_position(table.this, _user_text(table.this)),
                                     err.hint, query=query)
