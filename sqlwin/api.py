@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import re
 import typing as t
 from dataclasses import dataclass
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from sqlwin.sql.dialect import parse_one
-from sqlwin.errors import SqlwinError, SqlwinSyntaxError, SqlwinValidationError
+from sqlwin.sql.dialect import LateRowsInto, parse_one
+from sqlwin.errors import SqlwinError, SqlwinSyntaxError, SqlwinUsageError
 from sqlwin.spark.complete import (LoweredQuery, complete_mode, lower_complete, name_select_items, plain_plan,
                                    run_as_written)
 from sqlwin.spark.replay import explain_replay, is_replay, run_replay
 from sqlwin.spark.connect import check_connect_workers, connect_stream_paths, is_connect
-from sqlwin.spark.runner import SparkRunner, position_of
-from sqlwin.sql.plan import QueryPlan, build_plan, describe_plan, require_final_only
+from sqlwin.spark.runner import SparkRunner
+from sqlwin.sql.check import unknown_table
+from sqlwin.sql.plan import QueryPlan, build_plan, describe_plan, node_position, require_final_only
 
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -74,6 +74,7 @@ class Sqlwin:
             plan = self.plan(query)
         except SqlwinSyntaxError as err:
             return run_as_written(self.runner, query, err)  # Spark SQL sqlglot cannot read, or the error
+        self._refuse_streams(plan)
         if choose_mode(plan) == REPLAY:
             if is_connect(self.spark):  # the replay runs sqlwin's code in the server's Python workers
                 check_connect_workers(self.spark)
@@ -83,6 +84,25 @@ class Sqlwin:
         if plan.late_into and lowered.rejected_sql:  # no row of a finished table is late: those no window takes
             self.runner.sql(lowered.rejected_sql, query).createOrReplaceTempView(plan.late_into)
         return result
+
+    def _refuse_streams(self, plan: QueryPlan) -> None:
+        """sw.sql reads finished tables: a streaming DataFrame registered as a view, read by a query
+        with sqlwin's windows, WATERMARK or EMIT, would be lowered as complete input (its WATERMARK
+        dropped, and Spark refusing the append mode it needs). Say how to stream it instead."""
+        if plan.plain_spark:
+            return  # Spark's own SQL: spark.sql's answer, a streaming DataFrame included
+        ctes = {cte.alias_or_name.lower() for cte in plan.ast.find_all(exp.CTE)}
+        for table in plan.ast.find_all(exp.Table):
+            if not isinstance(table.this, exp.Identifier) or table.name.lower() in ctes \
+                    or isinstance(table.parent, LateRowsInto):
+                continue
+            reference = exp.table_(table.this.copy(), db=table.args.get("db"), catalog=table.args.get("catalog"))
+            if self.runner.is_streaming(reference.sql(dialect="spark")):
+                raise SqlwinUsageError(
+                    f"{table.name} is a stream (a streaming DataFrame): sw.sql runs a query over finished tables",
+                    node_position(table.this, table.name),
+                    f"sw.stream(query, sources={{'{table.name}': <the streaming DataFrame>}}, sink=DIR, "
+                    "checkpoint=DIR), or `sqlwin stream` over a directory of files", query=plan.sql)
 
     def rejected(self, query: str) -> "DataFrame | None":
         """The input rows a query over finished tables leaves out of every window -- a NULL key or a
@@ -190,7 +210,7 @@ class _SchemaResolver:
             return self._cte_schema(cte)
         schema = self.runner.table_schema(name)
         if schema is None and cte not in ctes:
-            raise _unknown_table(name, self.query)
+            raise unknown_table(name, [*self.runner.table_names(), *ctes])
         return schema
 
     def _cte_definitions(self) -> dict[str, exp.Expr]:
@@ -223,16 +243,6 @@ def _cte_name(reference: str) -> str | None:
     except SqlglotError:
         return None
     return table.name.lower() if not (table.args.get("db") or table.args.get("catalog")) else None
-
-
-def _unknown_table(name: str, query: str) -> SqlwinValidationError:
-    match = re.search(rf"\b{re.escape(name)}\b", query)
-    position = position_of(query, match.start(), name) if match else None
-    return SqlwinValidationError(
-        f"Unknown table {name}", position,
-        "a table or view in the Spark catalog (sw.spark.createOrReplaceTempView / --table NAME=PATH) or a CTE",
-        query=query,
-    )
 
 
 def attach(spark: "SparkSession") -> Sqlwin:

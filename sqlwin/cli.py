@@ -2,7 +2,7 @@
 
     sqlwin run QUERY.sql --table NAME=PATH [--table ...] [--out PATH [--overwrite]] [--rejected PATH] [--limit N]
     sqlwin explain QUERY.sql --table NAME=PATH [--table ...] [--stream] [--timeline PICTURE.png]
-    sqlwin stream QUERY.sql --source NAME=DIR [--format parquet|csv|json] --checkpoint DIR --sink DIR
+    sqlwin stream QUERY.sql --source NAME=DIR [--source-format parquet|csv|json] --checkpoint DIR --sink DIR
                   [--late-sink DIR] [--once] [--max-files-per-trigger N]
     sqlwin sql [-e "STATEMENTS" | -f FILE.sql] [-S]     (a spark-sql style shell; see sqlwin/shell.py)
 
@@ -108,8 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     stream.add_argument("query", help="a file with the SQL query (or - for standard input)")
     stream.add_argument("--source", action="append", default=[], metavar="NAME=DIR", required=True,
                         help="a directory of files the stream reads as table NAME (new files are new rows)")
-    stream.add_argument("--format", default="parquet", choices=("parquet", "csv", "json"),
-                        help="the source files' format (default parquet)")
+    add_source_format(stream)
     stream.add_argument("--checkpoint", required=True, help="checkpoint directory (restart from it after a stop)")
     stream.add_argument("--sink", required=True, help="results as parquet, one batch_id=N directory per micro-batch")
     stream.add_argument("--late-sink", help="late and rejected rows (with LATE ROWS INTO), as parquet")
@@ -150,6 +149,27 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+SOURCE_FORMATS = ("parquet", "csv", "json")
+
+
+def add_source_format(parser) -> None:
+    """--source-format, the name sw.stream gives it (source_format); --format, its first name, still works."""
+    parser.add_argument("--source-format", choices=SOURCE_FORMATS,
+                        help="the source files' format (default parquet; sw.stream's source_format)")
+    parser.add_argument("--format", dest="deprecated_format", choices=SOURCE_FORMATS,
+                        help="deprecated: the same as --source-format")
+
+
+def source_format(args: argparse.Namespace) -> str:
+    """The source files' format from --source-format or the deprecated --format (which says so on stderr)."""
+    if args.deprecated_format is not None:
+        if args.source_format not in (None, args.deprecated_format):
+            raise SqlwinUsageError(f"--format {args.deprecated_format} and --source-format {args.source_format} "
+                                   "disagree", hint="--source-format alone (--format is its deprecated name)")
+        print(f"sqlwin: --format is deprecated; say --source-format {args.deprecated_format}", file=sys.stderr)
+    return args.source_format or args.deprecated_format or "parquet"
+
+
 def _add_query_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query", help="a file with the SQL query (or - for standard input)")
     parser.add_argument("--table", action="append", default=[], metavar="NAME=PATH",
@@ -186,6 +206,7 @@ def session_options(args: argparse.Namespace) -> dict[str, t.Any]:
 def _run(args: argparse.Namespace) -> int:
     query = _read_query(args.query)
     tables = _parse_tables(_declared_tables(query, args.query) + args.table)
+    check_before_spark(query, args, tables)
     for out in (args.out, args.rejected):  # before Spark starts: refused outputs cost nothing
         if out:
             check_out(Path(out), args.overwrite, tables)
@@ -234,15 +255,19 @@ def _stream(args: argparse.Namespace) -> int:
 
     query = _read_query(args.query)
     sources = _parse_tables(args.source, "--source")
+    fmt = source_format(args)
+    check_before_spark(query, args, sources)
     options = {"maxFilesPerTrigger": str(args.max_files_per_trigger)} if args.max_files_per_trigger else {}
     # Before Spark starts (refusals cost nothing): the sinks' owners, directories that cannot be written,
     # a checkpoint a running stream holds. sw.stream asks again, and takes the checkpoint's lock.
     check_stream_outputs(args.checkpoint, {"sink": args.sink, "late sink": args.late_sink}, sources)
     sw = _attach(args)
     handle = sw.stream(query, sources={name: str(path) for name, path in sources.items()}, sink=args.sink,
-                       checkpoint=args.checkpoint, late_sink=args.late_sink, source_format=args.format,
+                       checkpoint=args.checkpoint, late_sink=args.late_sink, source_format=fmt,
                        source_options=options)
     print(f"streaming into {args.sink} (checkpoint {args.checkpoint}); Ctrl-C stops", file=sys.stderr)
+    for note in _watermark_notes(query):
+        print(f"sqlwin: {note}", file=sys.stderr)
     shown, noted = -1, 0
 
     def report(ending: bool = False) -> None:  # a line for every batch run since the last report
@@ -276,6 +301,16 @@ def _stream(args: argparse.Namespace) -> int:
     return 0
 
 
+def _watermark_notes(query: str) -> list[str]:
+    """What watermark a window function without WATERMARK gets (sqlwin.sql.plan.default_watermark_notes)."""
+    from sqlwin.sql.plan import build_plan, default_watermark_notes
+
+    try:
+        return default_watermark_notes(build_plan(query))  # names only: no schema needed
+    except SqlwinError:
+        return []
+
+
 def _new_progress(handle, shown: int) -> list[dict]:
     """Spark's progress reports of the batches after batch `shown`, oldest first (Spark keeps the
     last 100; a batch id seen twice, a batch run again after a restart, is reported once)."""
@@ -306,6 +341,7 @@ def _progress_line(status: dict, ending: bool = False) -> str:
 def _explain(args: argparse.Namespace) -> int:
     query = _read_query(args.query)
     tables = _parse_tables(_declared_tables(query, args.query) + args.table)
+    check_before_spark(query, args, tables)
     sw = _attach(args)
     _register_tables(sw.spark, tables)
     print(sw.explain(query, stream=args.stream))
@@ -322,6 +358,33 @@ def _sql(args: argparse.Namespace) -> int:
     options = session_options(args)  # a bad --conf is refused before the script is read or Spark starts
     return run(lambda: _attach(args, options, app_name="sqlwin-sql"), args.execute, args.file, args.silent,
                debug=args.debug)
+
+
+def check_before_spark(query: str, args: argparse.Namespace, tables: t.Iterable[str] | None) -> None:
+    """The query's syntax, the tables it names and what needs no columns, checked before Spark
+    starts (a tenth of a second, not Spark's start-up). `tables`: the command's --table/--source
+    names, the only tables a local session will hold, unless a catalog or a Connect server may
+    hold others (then names are left to Spark)."""
+    from sqlwin.sql.check import check_query
+
+    options = session_options(args)
+    conf = options["conf"]
+    if options.get("remote") or os.environ.get("SQLWIN_REMOTE") or any(
+            key.startswith(("spark.sql.catalog", "spark.sql.defaultCatalog")) for key in conf) or _defaults_conf():
+        tables = None
+    check_query(query, set(tables) if tables is not None else None,
+                conf.get("spark.sql.session.timeZone", "UTC"))
+
+
+def _defaults_conf() -> bool:
+    """Whether a spark-defaults.conf Spark will read may configure a catalog."""
+    home = os.environ.get("SPARK_CONF_DIR") or (os.environ.get("SPARK_HOME", "") and
+                                                 os.path.join(os.environ["SPARK_HOME"], "conf"))
+    path = Path(home, "spark-defaults.conf") if home else None
+    try:
+        return path is not None and "catalog" in path.read_text()
+    except OSError:
+        return False
 
 
 def _attach(args: argparse.Namespace, options: dict[str, t.Any] | None = None, app_name: str = "sqlwin"):

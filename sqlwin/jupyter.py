@@ -36,6 +36,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.display import display
 
+from sqlwin.cli import add_source_format, source_format
 from sqlwin.errors import SqlwinError, SqlwinUsageError
 from sqlwin.shell import Statement, place, split_statements, string_rows
 
@@ -72,8 +73,7 @@ def _parser() -> _Parser:
     stream.add_argument("--source", action="append", default=[], metavar="NAME=DIR",
                         help="the query's table NAME reads the files of DIR as a stream (or a variable holding "
                              "a streaming DataFrame); repeatable")
-    stream.add_argument("--format", default="parquet", choices=("parquet", "csv", "json"),
-                        help="the source files' format (default parquet)")
+    add_source_format(stream)
     stream.add_argument("--sink", metavar="DIR", help="results as parquet, one batch_id=N directory per micro-batch")
     stream.add_argument("--late-sink", metavar="DIR", help="late and rejected rows (with LATE ROWS INTO)")
     stream.add_argument("--checkpoint", metavar="DIR", help="the stream's checkpoint (restart from it)")
@@ -95,7 +95,7 @@ class SqlwinMagics(Magics):
             SELECT ... {python_variable} ...
 
             %%sqlwin --stream --source NAME=DIR [--source ...] --sink DIR --checkpoint DIR
-                     [--late-sink DIR] [--format parquet|csv|json] [-o NAME] [--name NAME]
+                     [--late-sink DIR] [--source-format parquet|csv|json] [-o NAME] [--name NAME]
             SELECT ...
 
             %sqlwin --stop NAME
@@ -184,7 +184,8 @@ class SqlwinMagics(Magics):
             sources[table] = value if getattr(value, "isStreaming", False) else where
         options = {"maxFilesPerTrigger": str(args.max_files_per_trigger)} if args.max_files_per_trigger else {}
         handle = sw.stream(query, sources=sources, sink=args.sink, checkpoint=args.checkpoint,
-                           late_sink=args.late_sink, source_format=args.format, source_options=options)
+                           late_sink=args.late_sink, source_format=source_format(args),
+                           source_options=options)
         if args.output:
             self.shell.user_ns[args.output] = handle
         live = LiveStream(name, handle)

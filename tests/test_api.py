@@ -47,6 +47,24 @@ def test_unknown_table_is_named_with_its_position(sw):
     assert "Unknown table nowhere" in caught.value.message and caught.value.position.column == 28
 
 
+def test_an_unknown_table_is_placed_at_its_reference_with_the_closest_name(sw, clicks):
+    """Issue 24: the caret was on the first word of that name, a SELECT alias here; and no "did you mean"."""
+    query = ("SELECT user AS api_clics, count(*) AS n\n"
+             "FROM TUMBLE(TABLE api_clics, DESCRIPTOR(ts), INTERVAL 1 HOUR) GROUP BY user, window_start, window_end")
+    with pytest.raises(SqlwinValidationError) as caught:
+        sw.sql(query)
+    assert caught.value.message == "Unknown table api_clics: did you mean api_clicks?"
+    assert (caught.value.position.line, caught.value.position.column) == (2, 19)
+
+
+def test_a_stream_without_watermark_is_explained_with_its_default(sw, clicks):
+    query = ("SELECT user, window_start, count(*) AS n FROM TUMBLE(TABLE api_clicks PARTITION BY user, DESCRIPTOR(ts), "
+             "INTERVAL 10 MINUTES) GROUP BY user, window_start, window_end")
+    assert "(the default: the query has no WATERMARK)" in str(sw.explain(query, stream=True))
+    marked = query.replace("PARTITION BY user,", "PARTITION BY user WATERMARK ts DELAY OF INTERVAL 0 SECONDS,")
+    assert "the default" not in str(sw.explain(marked, stream=True))
+
+
 def test_explain_shows_ir_lowering_and_spark_sql(sw, clicks):
     text = str(sw.explain("SELECT * FROM HOP(TABLE api_clicks, DESCRIPTOR(ts), INTERVAL 90 MINUTES, INTERVAL 1 HOUR)"))
     assert "HOP slide 90 minutes, size 1 hour" in text or "HOP slide 1 hour 30 minutes, size 1 hour" in text

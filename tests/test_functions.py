@@ -198,6 +198,30 @@ def test_bad_arguments_name_the_function_and_what_it_accepts(spark, events, call
         spark.sql(f"SELECT * FROM {call}").schema
     for part in ERRORS[call]:
         assert part in str(caught.value)
+    assert "Traceback" not in str(caught.value) and 'File "' not in str(caught.value), str(caught.value)
+
+
+def test_a_bad_argument_is_not_logged_with_its_jvm_stack(spark, events):
+    """PySpark logs every SQL error with its JVM stack (a hundred lines of JSON on stderr): not the
+    functions' own errors, whose message says it all; other errors are logged as PySpark logs them."""
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = PySparkLogger.getLogger("SQLQueryContextLogger")
+    logger.addHandler(handler)
+    try:
+        with pytest.raises(AnalysisException):
+            spark.sql("SELECT * FROM tumble(TABLE(fn_events), 'ts', INTERVAL '-1' MINUTE)").schema
+        assert records == []
+        with pytest.raises(AnalysisException):
+            spark.sql("SELECT nosuch FROM fn_events").schema
+        assert len(records) == 1  # the handler does see what the filter lets through
+    finally:
+        logger.removeHandler(handler)
 
 
 def test_a_keyed_window_over_a_split_input_asks_for_partition_by(spark, events):

@@ -180,7 +180,7 @@ def test_cli_stream_over_a_csv_whose_header_injects(spark, tmp_path, capsys):
         GROUP BY k, window_start, window_end
         EMIT FINAL LATE ROWS INTO late_ev""")
     sink, late = tmp_path / "sink", tmp_path / "late"
-    code = main(["stream", str(query), "--source", f"ev={source}", "--format", "csv",
+    code = main(["stream", str(query), "--source", f"ev={source}", "--source-format", "csv",
                  "--checkpoint", str(tmp_path / "cp"), "--sink", str(sink), "--late-sink", str(late),
                  "--max-files-per-trigger", "1", "--once", "--end-input"])
     err = capsys.readouterr().err

@@ -110,7 +110,7 @@ LATE ROWS INTO late_ev
 
 
 def _stream(root: Path, checkpoint: str, sink: str, late: str) -> int:
-    return main(["stream", str(root / "s.sql"), "--source", f"ev={root / 'in'}", "--format", "csv",
+    return main(["stream", str(root / "s.sql"), "--source", f"ev={root / 'in'}", "--source-format", "csv",
                  "--checkpoint", str(root / checkpoint), "--sink", str(root / sink),
                  "--late-sink", str(root / late), "--once", "--end-input"])
 

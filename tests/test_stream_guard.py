@@ -60,7 +60,7 @@ class Dirs:
         hidden.rename(self.source / f"clicks-{self.added}.csv")
 
     def args(self, *more: str, sink: Path | None = None) -> list[str]:
-        return ["stream", str(self.query), "--source", f"clicks={self.source}", "--format", "csv",
+        return ["stream", str(self.query), "--source", f"clicks={self.source}", "--source-format", "csv",
                 "--checkpoint", str(self.checkpoint), "--sink", str(sink or self.sink), *more]
 
     def frame(self, spark):

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import logging
+import os
 import sys
 import typing as t
 
@@ -452,6 +454,7 @@ class WindowFunction:
 
         context = TaskContext.get()
         if context is not None and context.partitionId() > 0:
+            _without_traceback()
             raise WindowFunctionError(
                 self.call.function, "the input reaches it in several partitions, so a key's rows would be split",
                 f"{USAGE[self.call.function]}, or TABLE(t) WITH SINGLE PARTITION for one window sequence "
@@ -506,11 +509,20 @@ def _function(name: str) -> type:
         try:
             return analyze_call(name, args, kwargs)
         except WindowFunctionError as err:
-            # Spark shows the traceback with the message: one frame, not the checks' call chain
+            _without_traceback()
             raise err.with_traceback(None) from None
 
     return type(name, (WindowFunction,), {"FUNCTION": name, "analyze": staticmethod(analyze),
                                           "__module__": __name__, "__qualname__": name})
+
+
+def _without_traceback() -> None:
+    """In a Spark Python worker, about to fail with sqlwin's message: Spark puts the worker's Python
+    traceback into the message unless SPARK_HIDE_TRACEBACK is set (pyspark.util.handle_worker_exception
+    reads it when it reports the error). The worker exits after reporting it, so no other function's
+    error loses its traceback. In any other process (a test calling analyze) nothing changes."""
+    if "pyspark.worker" in sys.modules or "pyspark.sql.worker.analyze_udtf" in sys.modules:
+        os.environ["SPARK_HIDE_TRACEBACK"] = "1"
 
 
 FUNCTIONS = {name: _function(name) for name in USAGE}
@@ -536,4 +548,24 @@ def register(spark) -> list[str]:
         function = UserDefinedTableFunction(handler, returnType=None, name=name,
                                             evalType=PythonEvalType.SQL_ARROW_UDTF)
         spark.udtf.register(name, function)
+    _quiet_error_log()
     return list(FUNCTIONS)
+
+
+class _OwnErrors(logging.Filter):
+    """Drops PySpark's log record of an error that is one of the functions' own (its message says it
+    all, and PySpark's record repeats it with the JVM stack: a hundred lines of JSON on stderr)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        return not ("TABLE_VALUED_FUNCTION_FAILED_TO_ANALYZE_IN_PYTHON" in text and "WindowFunctionError: sqlwin " in text)
+
+
+def _quiet_error_log() -> None:
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # a PySpark without structured logging
+        return
+    logger = PySparkLogger.getLogger("SQLQueryContextLogger")  # PySpark's own logger class (see runner.py)
+    if not any(isinstance(f, _OwnErrors) for f in logger.filters):
+        logger.addFilter(_OwnErrors())

@@ -46,6 +46,20 @@ class SparkRunner:
             return None
         return {f.name: f.dataType.simpleString() for f in schema.fields}
 
+    def is_streaming(self, name: str) -> bool:
+        """Whether a table or view is a stream (a streaming DataFrame registered as a temp view)."""
+        try:
+            return bool(self.spark.table(name).isStreaming)
+        except Exception:  # noqa: BLE001 - no such table: Spark says so where the query reads it
+            return False
+
+    def table_names(self) -> list[str]:
+        """The tables and views the session's current database and temp views hold (for "did you mean")."""
+        try:
+            return [table.name for table in self.spark.catalog.listTables()]
+        except Exception:  # noqa: BLE001 - a suggestion must not fail the error it decorates
+            return []
+
     @property
     def shuffle_partitions(self) -> int:
         return max(1, int(self.spark.conf.get("spark.sql.shuffle.partitions") or 1))

@@ -12,7 +12,10 @@ All durations are integer microseconds, the resolution of Spark's TIMESTAMP.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime as dt
+import difflib
 import re
 import typing as t
 from dataclasses import dataclass, field, replace
@@ -398,7 +401,13 @@ def _window_relation(node: WindowTVF, schema_of: SchemaLookup, time_zone: str = 
     reference = table.copy()
     reference.set("alias", None)
     source = reference.sql(dialect="spark")  # the name alone, quoted as needed (`x AS y` stays whole)
-    columns = schema_of(source) or {}
+    try:
+        columns = schema_of(source) or {}
+    except SqlwinError as err:
+        if err.position is not None:
+            raise
+        # An unknown table: the caret on the TABLE argument, not on some other word of that name.
+        raise type(err)(err.message, _node_position(table.this, _user_text(table.this)), err.hint) from None
     options = _options(table_arg.args.get("options"))
     partition_by = tuple(_column_sql(e, columns, "PARTITION BY") for e in table_arg.args.get("partition_by") or [])
     order_by = tuple(_ordering_sql(e, columns) for e in table_arg.args.get("order") or [])
@@ -516,8 +525,29 @@ def _ordering_sql(expr: exp.Expr, columns: dict[str, str]) -> str:
 
 def _check_column(column: exp.Column, columns: dict[str, str], clause: str) -> None:
     if columns and column.name.lower() not in {c.lower() for c in columns}:
-        _fail(f"Unknown column {column.name} in {clause}", column,
+        _fail(f"Unknown column {column.name} in {clause}" + did_you_mean(column.name, columns), column,
               "one of the input's columns: " + ", ".join(columns), text=column.name)
+
+
+def did_you_mean(name: str, known: t.Iterable[str]) -> str:
+    """`: did you mean x?` for the known name closest to a misspelt `name` ('' when none is close)."""
+    by_lower = {k.lower(): k for k in known}
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
+    return f": did you mean {by_lower[close[0]]}?" if close else ""
+
+
+# The type a time column of unknown type is taken to have (None: TIMESTAMP). A check before Spark
+# starts, without schemas, plans a query under each assumption (sqlwin.check).
+_ASSUMED_TIME_TYPE: contextvars.ContextVar[str | None] = contextvars.ContextVar("assumed_time_type", default=None)
+
+
+@contextlib.contextmanager
+def assuming_time_type(type_name: str | None) -> t.Iterator[None]:
+    token = _ASSUMED_TIME_TYPE.set(type_name)
+    try:
+        yield
+    finally:
+        _ASSUMED_TIME_TYPE.reset(token)
 
 
 def _time_column(node: WindowTVF, descriptor: Descriptor | None, columns: dict[str, str]) -> TimeColumn | None:
@@ -530,7 +560,7 @@ def _time_column(node: WindowTVF, descriptor: Descriptor | None, columns: dict[s
         _fail("DESCRIPTOR takes one column name, or PROCTIME() for processing time", descriptor,
               "DESCRIPTOR(ts) | DESCRIPTOR(PROCTIME())")
     _check_column(inner, columns, "DESCRIPTOR")
-    type_name = _type_of(inner.name, columns)
+    type_name = _type_of(inner.name, columns) or _ASSUMED_TIME_TYPE.get()
     if type_name is None or type_name in TIMESTAMP_TYPES:
         return TimeColumn(inner.name, "timestamp", ntz=type_name == "timestamp_ntz")
     if type_name in EPOCH_MS_TYPES:
@@ -628,7 +658,7 @@ def duration_micros(value: exp.Expr, time: TimeColumn | None, what: str, allow_z
     if micros < 0 and not allow_negative or micros == 0 and not allow_zero:
         sign = "positive" if not allow_zero else "zero or positive"
         _fail(f"{what} must be {sign}, got {_user_text(value)}", value,
-              f"a {sign} interval, e.g. {what} INTERVAL 10 SECONDS" if what.isupper() else f"a {sign} interval")
+              f"a {sign} interval, e.g. INTERVAL 10 SECONDS")  # what fits where the caret is
     if time is not None and time.kind == "epoch_ms" and micros % 1_000:
         _fail(f"{what} is finer than a millisecond, the unit of the time column {time.name}", value,
               "a whole number of milliseconds")
@@ -1117,6 +1147,23 @@ def describe_watermark(watermark: WatermarkSpec, complete: bool = False) -> str:
     return text + (" (over complete input every row is on time)" if complete else "")
 
 
+def default_watermark_notes(plan: QueryPlan) -> list[str]:
+    """For a stream: a line per window function without WATERMARK, saying the watermark it gets and
+    how to write another (a row behind its key's newest time is late at once)."""
+    notes = []
+    for window in plan.windows:
+        table = window.node.find(TableArg)
+        if table is None or table.args.get("watermark") is not None or window.time is None or not window.time.name:
+            continue
+        clocks = "each key's" if window.partition_by and window.watermark.scope == "key" else "the stream's"
+        name = window.time.name if re.fullmatch(r"[A-Za-z_]\w*", window.time.name) else quote_identifier(window.time.name)
+        notes.append(f"{window.function} over {window.source} has no WATERMARK: the default is WATERMARK {name} "
+                     f"DELAY OF INTERVAL 0 SECONDS: a window closes once {clocks} newest {name} reaches its end, and "
+                     "a row arriving for it after that is late; "
+                     f"to wait for rows out of order: TABLE {window.source} WATERMARK {name} DELAY OF INTERVAL 10 SECONDS")
+    return notes
+
+
 def describe_emit(emit: EmitSpec) -> str:
     parts = ["CHANGES" if emit.changes else "FINAL"]
     if emit.early_interval is not None:
@@ -1155,7 +1202,9 @@ def describe_plan(plan: QueryPlan, complete: bool = False) -> list[str]:
             lines.append(f"  order by: {', '.join(window.order_by)}")
         # Without PARTITION BY there are no keys to give clocks to: one clock for the stream.
         mark = window.watermark if window.partition_by else replace(window.watermark, scope="stream")
-        lines.append(f"  watermark: {describe_watermark(mark, complete)}")
+        lines.append(f"  watermark: {describe_watermark(mark, complete)}"
+                     + ("" if complete or table is None or table.args.get("watermark") is not None
+                        else " (the default: the query has no WATERMARK)"))
     if plan.windows:
         lines.append(f"emit: {describe_emit(plan.emit)}")
     if plan.late_into:
