@@ -7,6 +7,11 @@ window and key the rows each side contributed (runtime/join.py); every firing's 
 window's join, a list of tuples, which the SQL around it explodes into rows and names as the
 query does (`l.v`, `r.window_start`, ...). The user's WHERE applies to the joined rows, as SQL's.
 
+When an ON holds more than keys and bounds, Python cannot evaluate it as Spark would: the runtime
+then gives each firing the rows every side kept (JoinSpec.grouped) and `_paired` joins them in
+Spark SQL, step by step, under the whole ON -- a row no partner satisfies it with padded once, by
+the same expression that matches (one firing per window's close, restored with the state).
+
 Values cross to the runtime as Spark hands them over; TIMESTAMP and DATE columns as numbers
 (epoch microseconds, days), turned back into their types in the result.
 """

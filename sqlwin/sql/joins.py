@@ -9,7 +9,9 @@ Written as Flink SQL writes a window join:
 
 Every side uses the same window (TUMBLE, HOP or CUMULATE: windows that do not depend on the
 rows), and each JOIN's ON condition equates the key columns and both window bounds with one
-earlier side. Options on a side's table (`WITH (...)`): `join_insert` ('product', the default:
+earlier side; the rest of ON (any condition) tests each pair of rows, and an outer join pads a row
+no row satisfies it with (spark/joins.py pairs them: 'product', 'first', 'last'). Options on a
+side's table (`WITH (...)`): `join_insert` ('product', the default:
 SQL's join of rows; 'first' / 'last': one row per side and window, the earliest / latest by
 event time; 'collect': a cogroup, each side's columns gathered into arrays) and `join_emit`
 ('final' at the window's close, the default; 'running' after every row, as EMIT CHANGES;
@@ -43,7 +45,7 @@ class WindowJoin:
     names: list[str]  # how the query names each side: its alias, else its table's name (lower case)
     keys: list[tuple[str, ...]]  # per side, its key columns (as the input names them), aligned across sides
     steps: list[tuple[str, int]]  # per JOIN: (inner | left | right | full, the earlier side ON names)
-    conditions: list[list[exp.Expr]]  # per JOIN: the rest of its ON (conjuncts of a residual condition; the query's nodes)
+    conditions: list[list[exp.Expr]]  # per JOIN: the rest of its ON, its conjuncts (the query's own nodes)
     insert: str  # product | first | last | collect
     emit_mode: str  # final | running | complete
     select: exp.Select
@@ -201,6 +203,8 @@ def _leftmost(node: exp.Expr) -> exp.Expr:
     """Where a condition starts in the text: its first column's qualifier (sqlglot places a column at its name)."""
     while isinstance(node, (exp.Binary, exp.Paren)):
         node = node.this
+    if not isinstance(node, exp.Column):  # a function, CASE ...: its first column
+        node = node.find(exp.Column) or node
     return node.args.get("table") or node if isinstance(node, exp.Column) else node
 
 
@@ -284,8 +288,13 @@ def _modes(sides, emit, fail) -> tuple[str, str]:
 
 def describe_join(join: WindowJoin) -> str:
     """The join in words, for explain."""
-    kinds = " then ".join(f"{kind.upper()} JOIN {join.names[j + 1]} (matching {join.names[reference]})"
-                          for j, (kind, reference) in enumerate(join.steps))
+    def condition(rest: list[exp.Expr]) -> str:
+        text = " AND ".join(c.sql(dialect="spark") for c in rest)
+        return f"; pairs where {text}, outer rows without one padded (Spark SQL over each firing)" if rest else ""
+
+    kinds = " then ".join(f"{kind.upper()} JOIN {join.names[j + 1]} (matching {join.names[reference]}"
+                          f"{condition(rest)})" for j, ((kind, reference), rest) in enumerate(zip(join.steps,
+                                                                                                  join.conditions)))
     return (f"windowed join: {join.names[0]} {kinds}, per key ({', '.join(join.keys[0])}) and window; insert "
             f"'{join.insert}', emit '{join.emit_mode}'; the watermark is the earliest of the {len(join.sides)} "
             "inputs'")
