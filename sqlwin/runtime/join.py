@@ -18,6 +18,9 @@ columns of an absent side NULL (and `present` False), which the SQL around it ex
   'running') give the join of everything the window holds; 'complete' (JoinSpec.complete) gives,
   after a row, what that row completed: once every side holds a row the join is emitted and the
   window starts gathering again, in arrival order, and nothing is left to emit at the close.
+* grouped (a join whose ON holds more than keys and bounds): the result is one tuple shaped as
+  'collect' gives it, of the rows each side kept (an absent side's arrays empty), and the SQL
+  around it pairs them under the whole ON (spark/joins.py): Python does not evaluate SQL.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ class WindowJoin(Aggregate):
         self.insert = join.insert
         self.steps = join.steps
         self.complete = join.complete
+        self.grouped = join.grouped
         self.widths = tuple(len(c) for c in join.columns)
 
     # State: [per side: list of (order, row values)] ('first' / 'last': at most one item each);
@@ -93,6 +97,9 @@ class WindowJoin(Aggregate):
 
     def _tuples(self, sides: list) -> list[tuple]:
         ordered = [[row for _, row in sorted(kept, key=lambda item: item[0])] for kept in sides]
+        if self.grouped:  # the rows each side kept, paired by the caller (JoinSpec.grouped)
+            return [tuple(part for rows, width in zip(ordered, self.widths)
+                          for part in (bool(rows), *([row[c] for row in rows] for c in range(width))))]
         if self.insert == "collect":
             return self._cogroup(ordered)
         tuples: list[tuple] = [(row,) for row in ordered[0]]
@@ -160,6 +167,9 @@ def check_join(join: JoinSpec | None) -> None:
             raise RuntimeConfigError(f"Unknown join kind {kind!r}", hint=" | ".join(JOIN_KINDS))
         if not (isinstance(reference, int) and 0 <= reference <= j):
             raise RuntimeConfigError(f"Join step {j + 1} must name an earlier side, got {reference!r}")
+    if join.grouped and join.insert == "collect":
+        raise RuntimeConfigError("A grouped join gives each side's rows as 'collect' does: its insert mode is "
+                                 "'product', 'first' or 'last'")
 
 
 def join_tuples(spec: JoinSpec, rows: t.Iterable[tuple[int, tuple]]) -> list[tuple]:

@@ -55,13 +55,17 @@ class JoinSpec:
     row (SQL's join), 'first' / 'last' one row, 'collect' every row, gathered into one tuple of
     arrays (a cogroup). `steps[j]`: how side j + 1 joins the sides before it, (kind, the earlier
     side its ON condition names). `complete`: Bytewax's emit mode 'complete', emit as soon as
-    every side has a row, then start again (arrival order).
+    every side has a row, then start again (arrival order). `grouped`: the join's ON holds more than
+    keys and window bounds, so the runtime pairs nothing: each firing gives the rows every side kept
+    (by `insert`), gathered as 'collect' gathers them, and the SQL around it pairs them under the
+    whole ON and pads the outer joins' rows without a partner (spark/joins.py).
     """
 
     columns: tuple[tuple[int, ...], ...]
     insert: str = "product"
     steps: tuple[tuple[str, int], ...] = ()
     complete: bool = False
+    grouped: bool = False
 
 
 @dataclass(frozen=True)

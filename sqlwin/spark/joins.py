@@ -7,6 +7,11 @@ window and key the rows each side contributed (runtime/join.py); every firing's 
 window's join, a list of tuples, which the SQL around it explodes into rows and names as the
 query does (`l.v`, `r.window_start`, ...). The user's WHERE applies to the joined rows, as SQL's.
 
+When an ON holds more than keys and bounds, Python cannot evaluate it as Spark would: the runtime
+then gives each firing the rows every side kept (JoinSpec.grouped) and `_paired` joins them in
+Spark SQL, step by step, under the whole ON -- a row no partner satisfies it with padded once, by
+the same expression that matches (one firing per window's close, restored with the state).
+
 Values cross to the runtime as Spark hands them over; TIMESTAMP and DATE columns as numbers
 (epoch microseconds, days), turned back into their types in the result.
 """
@@ -14,6 +19,7 @@ Values cross to the runtime as Spark hands them over; TIMESTAMP and DATE columns
 from __future__ import annotations
 
 import dataclasses
+import typing as t
 
 from sqlglot import exp
 
@@ -52,8 +58,51 @@ class JoinQuery(StatefulQuery):
         system = [f"{op} AS op", "__firing AS firing", "__seq AS emit_seq", "__batch", "__seq"]
         where = select.args.get("where")
         condition = f" WHERE {self._rewrite(where.this.copy()).sql(dialect='spark')}" if where is not None else ""
+        if self.config.aggregates[0].join.grouped:
+            typed, tuples = self._paired(typed), f"__j{len(join.sides) - 1}"
+        else:
+            tuples = "__agg0"
         return (f"SELECT {', '.join(outputs + system)} FROM {typed} "
-                f"LATERAL VIEW explode(__agg0) __joined AS __t{condition}")
+                f"LATERAL VIEW explode({tuples}) __joined AS __t{condition}")
+
+    def _paired(self, typed: str) -> str:
+        """The firings of a grouped join (JoinSpec.grouped: per window, the rows each side kept) with
+        `__j{n}`, the window's join by SQL's definition under the whole ON: an array of tuples
+        `struct(r0, ..., r{n})`, each side's row a struct (NULL: no partner). Step j joins side j's rows
+        `__row` to the tuples so far `__tup`; a pair matches when the side the ON names is present and the
+        rest of ON is true (NULL is not); a LEFT / FULL join pads a tuple no row matches, a RIGHT / FULL
+        join a row no tuple matches, once each."""
+        join = self.plan.join
+        rows = [f"transform(__g.s{s}c0, (__x, __i) -> {self._side_row(s, '__i')}) AS __r{s}"
+                for s in range(len(join.sides))]
+        sql = (f"SELECT *, {', '.join(rows)}, transform(__r0, __row -> named_struct('r0', __row)) AS __j0 "
+               f"FROM {typed} LATERAL VIEW explode(__agg0) __grouped AS __g")
+        for j, ((kind, reference), rest) in enumerate(zip(join.steps, join.conditions), start=1):
+            tuples, new = f"__j{j - 1}", f"__r{j}"
+
+            def row(side: int, j=j) -> tuple[str, str]:
+                return ("__row", "true") if side == j else (f"__tup.r{side}", f"__tup.r{side} IS NOT NULL")
+
+            residual = " AND ".join(f"({self._rewrite(c.copy(), row).sql(dialect='spark')})" for c in rest)
+            match = f"coalesce(__tup.r{reference} IS NOT NULL{' AND ' + residual if residual else ''}, false)"
+            earlier = ", ".join(f"'r{s}', __tup.r{s}" for s in range(j))
+            absent = ", ".join(f"'r{s}', CASE WHEN false THEN {self._side_row(s, '0')} END" for s in range(j))
+            pairs = f"transform(filter({new}, __row -> {match}), __row -> named_struct({earlier}, 'r{j}', __row))"
+            if kind in ("left", "full"):
+                pad = f"array(named_struct({earlier}, 'r{j}', CASE WHEN false THEN {self._side_row(j, '0')} END))"
+                pairs = f"CASE WHEN exists({new}, __row -> {match}) THEN {pairs} ELSE {pad} END"
+            step = f"flatten(transform({tuples}, __tup -> {pairs}))"
+            if kind in ("right", "full"):
+                unmatched = (f"transform(filter({new}, __row -> NOT exists({tuples}, __tup -> {match})), "
+                             f"__row -> named_struct({absent}, 'r{j}', __row))")
+                step = f"concat({step}, {unmatched})"
+            sql = f"SELECT *, {step} AS __j{j} FROM ({sql})"
+        return f"({sql})"
+
+    def _side_row(self, side: int, index: str) -> str:
+        """Side `side`'s row `index` of a grouped firing `__g`, as a struct of its fields."""
+        fields = ", ".join(f"'{field}', __g.{field}[{index}]" for _, _, field in self.side_columns[side])
+        return f"named_struct({fields})"
 
     def _late_row_columns(self, row_struct: str | None) -> list[str]:
         """A join's late and rejected rows: `side` names the side each came from (its alias), and a
@@ -106,8 +155,15 @@ class JoinQuery(StatefulQuery):
                     out.append(exp.column(column, table=name, quoted=True))
         return out
 
-    def _rewrite(self, node: exp.Expr) -> exp.Expr:
+    def _rewrite(self, node: exp.Expr, row: t.Callable[[int], tuple[str, str]] | None = None) -> exp.Expr:
+        """`node` over the joined tuples `__t`; `row(side)`: (what holds the side's fields, whether the side is
+        present) in other places (`_paired`)."""
         join = self.plan.join
+        if row is None:
+            grouped = self.config.aggregates[0].join.grouped
+
+            def row(side: int) -> tuple[str, str]:
+                return (f"__t.r{side}", f"__t.r{side} IS NOT NULL") if grouped else ("__t", f"__t.p{side}")
         if any(isinstance(n, exp.Star) for n in node.walk()):
             raise SqlwinUnsupportedError(
                 "A windowed join in replay or streaming expands * only as a whole select item", node_position(node),
@@ -120,10 +176,11 @@ class JoinQuery(StatefulQuery):
             if side is None:  # an unqualified window bound: the window's own
                 return exp.column(n.name.lower())
             name = n.name.lower()
+            holder, present = row(side)
             if name in WINDOW_BOUNDS:
-                return exp.maybe_parse(f"CASE WHEN __t.p{side} THEN {name} END", dialect="spark")
+                return exp.maybe_parse(f"CASE WHEN {present} THEN {name} END", dialect="spark")
             column, kind, field = next(c for c in self.side_columns[side] if c[0].lower() == name)
-            value = f"__t.{field}"
+            value = f"{holder}.{field}"
             if join.insert == "collect":
                 if name in {k.lower() for k in join.keys[side]}:  # a key is one value for the window
                     return exp.maybe_parse(_from_runtime(f"element_at({value}, 1)", kind), dialect="spark")
@@ -258,7 +315,8 @@ def prepare_join(plan: QueryPlan, mode: str, bucket_count: int, bucket_ids: tupl
     if join.emit_mode in ("running", "complete"):
         emit = dataclasses.replace(emit, final=False, changes=True)
     spec = AggregateSpec("window_join", arg=0, join=JoinSpec(
-        columns=tuple(spec_columns), insert=join.insert, steps=tuple(join.steps), complete=join.emit_mode == "complete"))
+        columns=tuple(spec_columns), insert=join.insert, steps=tuple(join.steps), complete=join.emit_mode == "complete",
+        grouped=any(join.conditions)))
     timers = watermark.strategy in ("bytewax", "ingestion_time") or (
         watermark.idle_timeout is not None and watermark.idle_clock == "processing_time")
     if timers and mode == "replay" and "arrival_time" not in options:
@@ -293,7 +351,7 @@ def join_result_type(spec: AggregateSpec, types: dict):
         fields.append(StructField(f"p{s}", BooleanType(), True))
         for c, position in enumerate(positions):
             kind = types[names[position]]
-            fields.append(StructField(f"s{s}c{c}", ArrayType(kind, True) if spec.join.insert == "collect" else kind,
-                                      True))
+            gathered = spec.join.insert == "collect" or spec.join.grouped
+            fields.append(StructField(f"s{s}c{c}", ArrayType(kind, True) if gathered else kind, True))
     return ArrayType(StructType(fields), True)
 

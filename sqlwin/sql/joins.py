@@ -9,7 +9,9 @@ Written as Flink SQL writes a window join:
 
 Every side uses the same window (TUMBLE, HOP or CUMULATE: windows that do not depend on the
 rows), and each JOIN's ON condition equates the key columns and both window bounds with one
-earlier side. Options on a side's table (`WITH (...)`): `join_insert` ('product', the default:
+earlier side; the rest of ON (any condition) tests each pair of rows, and an outer join pads a row
+no row satisfies it with (spark/joins.py pairs them: 'product', 'first', 'last'). Options on a
+side's table (`WITH (...)`): `join_insert` ('product', the default:
 SQL's join of rows; 'first' / 'last': one row per side and window, the earliest / latest by
 event time; 'collect': a cogroup, each side's columns gathered into arrays) and `join_emit`
 ('final' at the window's close, the default; 'running' after every row, as EMIT CHANGES;
@@ -32,6 +34,7 @@ if t.TYPE_CHECKING:
 
 JOIN_EMIT_MODES = ("final", "running", "complete")
 JOINABLE = (Tumble, Hop, Cumulate)
+WINDOW_BOUNDS = ("window_start", "window_end", "window_time")
 
 
 @dataclass
@@ -42,6 +45,7 @@ class WindowJoin:
     names: list[str]  # how the query names each side: its alias, else its table's name (lower case)
     keys: list[tuple[str, ...]]  # per side, its key columns (as the input names them), aligned across sides
     steps: list[tuple[str, int]]  # per JOIN: (inner | left | right | full, the earlier side ON names)
+    conditions: list[list[exp.Expr]]  # per JOIN: the rest of its ON, its conjuncts (the query's own nodes)
     insert: str  # product | first | last | collect
     emit_mode: str  # final | running | complete
     select: exp.Select
@@ -92,27 +96,40 @@ def _recognise(ast, windows, fail, emit) -> WindowJoin | None:
              "milliseconds)", sides[1].node, "DESCRIPTOR(ts) with a TIMESTAMP column on every side")
     keys: list[list[str]] = [[] for _ in sides]
     steps: list[tuple[str, int]] = []
+    conditions: list[list[exp.Expr]] = []
     for j, join in enumerate(joins, start=1):
         kind = _kind(join, fail)
-        reference, pairs = _on(join, j, names, sides, fail)
+        reference, pairs, rest = _on(join, j, names, sides, fail)
         if j == 1:
-            keys[0] = [left for left, _ in pairs]
-        if j > 1:  # the same keys as the side it names, in that side's order
+            keys[0] = [left for left, _, _ in pairs]
+        if j > 1:  # the same keys as the side it names, in that side's order; other equalities are conditions
             expected = keys[reference]
-            by_key = {left.lower(): right for left, right in pairs}
-            if sorted(by_key) != sorted(k.lower() for k in expected) or len(by_key) != len(pairs):
+            by_key: dict[str, str] = {}
+            for left, right, equality in pairs:
+                if left.lower() in {k.lower() for k in expected} and left.lower() not in by_key:
+                    by_key[left.lower()] = right
+                else:
+                    rest.append(equality)
+            if len(by_key) != len(expected):
                 fail(f"JOIN {j} matches other keys than the join before it", join.args.get("on"),
                      f"ON equalities of the same keys: {', '.join(expected)}")
-            pairs = [(k, by_key[k.lower()]) for k in expected]
-        keys[j] = [right for _, right in pairs]
+            pairs = [(k, by_key[k.lower()], None) for k in expected]
+        keys[j] = [right for _, right, _ in pairs]
         steps.append((kind, reference))
+        conditions.append(rest)
     if not keys[0]:
         fail("A windowed join needs at least one key: ON l.k = r.k AND the window bounds", joins[0].args.get("on"),
              "ON l.k = r.k AND l.window_start = r.window_start AND l.window_end = r.window_end")
     _check_partitions(sides, keys, fail)
     _check_watermarks(sides, fail)
     insert, emit_mode = _modes(sides, emit, fail)
-    return WindowJoin(sides, names, [tuple(k) for k in keys], steps, insert, emit_mode, ast)
+    for rest in conditions:
+        if rest and insert == "collect":
+            fail("With join_insert = 'collect' a side's rows of a window are gathered into arrays, one output row "
+                 "per key and window: there is no pair of rows for the rest of ON to test", rest[0],
+                 "ON with the keys and window bounds only; filter a side's rows in a subquery (TABLE (SELECT ... "
+                 "WHERE ...)), or join_insert = 'product', 'first' or 'last'", start=_leftmost(rest[0]))
+    return WindowJoin(sides, names, [tuple(k) for k in keys], steps, conditions, insert, emit_mode, ast)
 
 
 def _table_name(source: str) -> str:
@@ -131,52 +148,63 @@ def _kind(join: exp.Join, fail) -> str:
     return {"LEFT": "left", "RIGHT": "right", "FULL": "full"}.get(side, "inner")
 
 
-def _on(join: exp.Join, j: int, names: list[str], sides, fail) -> tuple[int, list[tuple[str, str]]]:
-    """(the earlier side ON names, [(its key column, this side's key column)])."""
+def _on(join: exp.Join, j: int, names: list[str], sides, fail) -> tuple[int, list, list[exp.Expr]]:
+    """(the earlier side ON names, [(its key column, this side's key column, the equality)], the rest of
+    ON: every other conjunct, a condition on the matched rows)."""
     on = join.args["on"]
     conjuncts = list(on.flatten()) if isinstance(on, exp.And) else [on]
     hint = (f"ON {names[j - 1]}.k = {names[j]}.k AND {names[j - 1]}.window_start = {names[j]}.window_start AND "
             f"{names[j - 1]}.window_end = {names[j]}.window_end")
-    reference: int | None = None
+    for column in on.find_all(exp.Column):  # every column names this side or an earlier one
+        side = _side_of(column, names, sides, j, fail)
+        if column.name.lower() not in WINDOW_BOUNDS:
+            _column(column, sides[side], fail)
+    equated = [_equated(conjunct, names, sides, j, fail) for conjunct in conjuncts]
+    # The earlier side whose window bounds ON equates is the one this side joins.
+    reference = next((other for other, mine, theirs in filter(None, equated)
+                      if mine.name.lower() in ("window_start", "window_end")), None)
     bounds: set[str] = set()
-    pairs: list[tuple[str, str]] = []
-    for conjunct in conjuncts:
-        while isinstance(conjunct, exp.Paren):
-            conjunct = conjunct.this
-        if not (isinstance(conjunct, exp.EQ) and isinstance(conjunct.this, exp.Column)
-                and isinstance(conjunct.expression, exp.Column)):
-            fail("A windowed join's ON holds equalities of key columns and window bounds only", conjunct,
-                 f"{hint}; other conditions in WHERE")
-        a, b = _side_of(conjunct.this, names, sides, j, fail), _side_of(conjunct.expression, names, sides, j, fail)
-        if (a == j) == (b == j):
-            fail(f"Each equality of JOIN {j}'s ON compares a column of {names[j]} with one of an earlier side",
-                 conjunct, hint)
-        mine, theirs = (conjunct.this, conjunct.expression) if a == j else (conjunct.expression, conjunct.this)
-        other = b if a == j else a
-        if reference is None:
-            reference = other
-        elif other != reference:
-            fail(f"JOIN {j}'s ON compares {names[j]} with two earlier sides", conjunct,
-                 f"every equality against one side: {hint}")
+    pairs: list[tuple[str, str, exp.Expr]] = []
+    rest: list[exp.Expr] = []
+    for conjunct, equality in zip(conjuncts, equated):
+        if equality is None or equality[0] != reference:
+            rest.append(conjunct)  # not an equality of this side's column with the reference's: a condition
+            continue
+        other, mine, theirs = equality
         bound = mine.name.lower()
-        if bound in ("window_start", "window_end", "window_time") or theirs.name.lower() in (
-                "window_start", "window_end", "window_time"):
-            if bound != theirs.name.lower():
-                fail("A window bound must equal the same bound of the other side", conjunct, hint)
+        if bound in WINDOW_BOUNDS:
             bounds.add(bound)
             continue
-        pairs.append((_column(theirs, sides[other], fail), _column(mine, sides[j], fail)))
-    if not {"window_start", "window_end"} <= bounds:
+        pairs.append((_column(theirs, sides[other], fail), _column(mine, sides[j], fail), conjunct))
+    if reference is None or not {"window_start", "window_end"} <= bounds:
         missing = " and ".join(b for b in ("window_start", "window_end") if b not in bounds)
         fail(f"A windowed join matches windows: JOIN {j}'s ON lacks the equality of {missing}", on, hint,
              start=_leftmost(on))
-    return t.cast(int, reference), pairs
+    return t.cast(int, reference), pairs, rest
+
+
+def _equated(conjunct: exp.Expr, names: list[str], sides, j: int, fail) -> tuple[int, exp.Column, exp.Column] | None:
+    """(the earlier side, this side's column, the earlier side's column) for an equality of two columns, one of
+    side j and one of an earlier side, both window bounds of one name or neither a window bound; else None."""
+    bare = conjunct.unnest()
+    if not (isinstance(bare, exp.EQ) and isinstance(bare.this, exp.Column) and isinstance(bare.expression, exp.Column)):
+        return None
+    a, b = _side_of(bare.this, names, sides, j, fail), _side_of(bare.expression, names, sides, j, fail)
+    if (a == j) == (b == j):
+        return None
+    mine, theirs = (bare.this, bare.expression) if a == j else (bare.expression, bare.this)
+    bounds = mine.name.lower() in WINDOW_BOUNDS, theirs.name.lower() in WINDOW_BOUNDS
+    if any(bounds) and mine.name.lower() != theirs.name.lower():
+        return None
+    return (b if a == j else a), mine, theirs
 
 
 def _leftmost(node: exp.Expr) -> exp.Expr:
     """Where a condition starts in the text: its first column's qualifier (sqlglot places a column at its name)."""
     while isinstance(node, (exp.Binary, exp.Paren)):
         node = node.this
+    if not isinstance(node, exp.Column):  # a function, CASE ...: its first column
+        node = node.find(exp.Column) or node
     return node.args.get("table") or node if isinstance(node, exp.Column) else node
 
 
@@ -260,8 +288,13 @@ def _modes(sides, emit, fail) -> tuple[str, str]:
 
 def describe_join(join: WindowJoin) -> str:
     """The join in words, for explain."""
-    kinds = " then ".join(f"{kind.upper()} JOIN {join.names[j + 1]} (matching {join.names[reference]})"
-                          for j, (kind, reference) in enumerate(join.steps))
+    def condition(rest: list[exp.Expr]) -> str:
+        text = " AND ".join(c.sql(dialect="spark") for c in rest)
+        return f"; pairs where {text}, outer rows without one padded (Spark SQL over each firing)" if rest else ""
+
+    kinds = " then ".join(f"{kind.upper()} JOIN {join.names[j + 1]} (matching {join.names[reference]}"
+                          f"{condition(rest)})" for j, ((kind, reference), rest) in enumerate(zip(join.steps,
+                                                                                                  join.conditions)))
     return (f"windowed join: {join.names[0]} {kinds}, per key ({', '.join(join.keys[0])}) and window; insert "
             f"'{join.insert}', emit '{join.emit_mode}'; the watermark is the earliest of the {len(join.sides)} "
             "inputs'")

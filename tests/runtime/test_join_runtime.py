@@ -91,8 +91,8 @@ def _sql_join(left: list[tuple], right: list, kind: str, ref: int, width: int) -
     return out
 
 
-def _run(rows, windower, sides, steps, insert, rng, restart: bool) -> Counter:
-    spec = JoinSpec(columns=tuple((s + 1,) for s in range(sides)), insert=insert, steps=steps)
+def _run(rows, windower, sides, steps, insert, rng, restart: bool, grouped: bool = False) -> Counter:
+    spec = JoinSpec(columns=tuple((s + 1,) for s in range(sides)), insert=insert, steps=steps, grouped=grouped)
     runtime = WindowRuntime(windower, WatermarkSpec(delay=UNBOUNDED, scope="key", sides=sides), EmitSpec(),
                             [AggregateSpec("window_join", arg=0, join=spec)])
     emissions = []
@@ -170,3 +170,38 @@ def test_three_sides_chain_by_the_side_each_on_names():
     assert got == [(True, "a", False, None, False, None)]  # c matches side 1, which is absent
     spec = JoinSpec(columns=((1,), (2,), (3,)), steps=(("left", 0), ("left", 0)))
     assert join_tuples(spec, [(side, (value,)) for side, value, _ in rows]) == [(True, "a", False, None, True, "c")]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_grouped_join_gives_each_sides_kept_rows(seed):
+    # A join whose ON holds a condition (JoinSpec.grouped): per window, one tuple of every side's
+    # kept rows in event-time order (an absent side: present False, no values), whatever the join
+    # kinds -- the SQL around it pairs them (spark/joins.py) -- across snapshots and restores.
+    rng = random.Random(seed)
+    for _ in range(100):
+        sides = rng.choice((2, 3))
+        steps = tuple((rng.choice(("inner", "left", "right", "full")), rng.randrange(j + 1)) for j in range(sides - 1))
+        insert = rng.choice(("product", "first", "last"))
+        windower = rng.choice((Tumble(MINUTE), Hop(2 * MINUTE, slide=MINUTE)))
+        rows = _stream(rng, sides)
+        groups: dict[tuple, list[list[tuple[int, int]]]] = {}
+        for side, key, time, value in rows:
+            for start, end in _windows(windower, time):
+                groups.setdefault((key, start, end), [[] for _ in range(sides)])[side].append((time, value))
+        expected: Counter = Counter()
+        for (key, start, end), per_side in groups.items():
+            row: list = []
+            for items in per_side:
+                values = [v for _, v in sorted(items)]
+                values = values[:1] if insert == "first" else values[-1:] if insert == "last" else values
+                row += [bool(values), tuple(values)]
+            expected[(key, start, end, tuple(row))] += 1
+        got = _run(rows, windower, sides, steps, insert, rng, restart=rng.random() < 0.5, grouped=True)
+        assert got == expected, (sides, steps, insert, windower, rows)
+
+
+def test_a_grouped_cogroup_is_refused():
+    from sqlwin.runtime.model import RuntimeConfigError
+    from sqlwin.runtime.join import check_join
+    with pytest.raises(RuntimeConfigError, match="grouped"):
+        check_join(JoinSpec(columns=((1,), (2,)), insert="collect", steps=(("inner", 0),), grouped=True))
