@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlwin.errors import SqlwinUnsupportedError, SqlwinUsageError
+from sqlwin.spark import layout
 
 if t.TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -342,7 +343,7 @@ class _Builder:
             else:
                 results = self.sw.sql(text)
                 rows, config, late = self.sw.runner.sql(self._complete_rows_sql(), text), None, None
-            key_columns = [f"__k{i}" for i in range(len(self.lane_sql))]
+            key_columns = layout.keys(len(self.lane_sql))
             positions = self._clock_positions(config)
             if self.replay and key_columns:  # a NULL key is rejected (null_key): no lane of its own
                 rows = rows.where(" AND ".join(f"{c} IS NOT NULL" for c in key_columns))
@@ -382,10 +383,10 @@ class _Builder:
             with_ = with_.copy()
             with_.set("expressions", [c for c in with_.expressions if not any(c.find_all(WindowTVF))])
             with_sql = f"{with_.sql(dialect='spark')} " if with_.expressions else ""
-        columns = [f"{sql} AS __k{i}" for i, sql in enumerate(self.lane_sql)]
+        columns = [f"{sql} AS {layout.key(i)}" for i, sql in enumerate(self.lane_sql)]
         columns += [f"{_time_micros(self.rel)} AS __time", "CAST(NULL AS BIGINT) AS __ptime",
                     "CAST(NULL AS BIGINT) AS __order", "CAST(NULL AS BIGINT) AS __batch"]
-        columns += [f"{quote_identifier(name)} AS __r{i}" for i, name in enumerate(self.rel.columns)]
+        columns += [f"{quote_identifier(name)} AS {layout.carried(i)}" for i, name in enumerate(self.rel.columns)]
         # A row with a NULL PARTITION BY key joins no window (docs/semantics.md): not drawn.
         keyed = " AND ".join(f"({sql}) IS NOT NULL" for sql in self.rel.partition_by)
         where = f" WHERE {keyed}" if keyed else ""
@@ -506,7 +507,7 @@ class _Builder:
         points: list[Point] = []
         for r in collected:
             key = tuple(r["__k%d" % i] for i in range(nkeys))
-            values = tuple(r[f"__r{i}"] for i in range(len(rel.columns)))
+            values = tuple(r[name] for name in layout.carried_columns(len(rel.columns)))
             batch = r["__batch"]
             time = batch_times.get(batch) if self._processing_time else r["__time"]
             late = late_by_row.get(values, [])

@@ -25,6 +25,7 @@ from sqlglot import exp
 
 from sqlwin.errors import SqlwinUnsupportedError, SqlwinValidationError
 from sqlwin.runtime.model import AggregateSpec, JoinSpec
+from sqlwin.spark import layout
 from sqlwin.spark.operator import OperatorConfig
 from sqlwin.spark.stateful import StatefulQuery, _source_sql, can_spread_clock
 from sqlwin.sql.plan import QueryPlan, TimeColumn, micros_timestamp_sql, node_position, timestamp_micros_sql
@@ -73,12 +74,12 @@ class JoinQuery(StatefulQuery):
         rest of ON is true (NULL is not); a LEFT / FULL join pads a tuple no row matches, a RIGHT / FULL
         join a row no tuple matches, once each."""
         join = self.plan.join
-        rows = [f"transform(__g.s{s}c0, (__x, __i) -> {self._side_row(s, '__i')}) AS __r{s}"
+        rows = [f"transform(__g.s{s}c0, (__x, __i) -> {self._side_row(s, '__i')}) AS __kept{s}"
                 for s in range(len(join.sides))]
-        sql = (f"SELECT *, {', '.join(rows)}, transform(__r0, __row -> named_struct('r0', __row)) AS __j0 "
+        sql = (f"SELECT *, {', '.join(rows)}, transform(__kept0, __row -> named_struct('r0', __row)) AS __j0 "
                f"FROM {typed} LATERAL VIEW explode(__agg0) __grouped AS __g")
         for j, ((kind, reference), rest) in enumerate(zip(join.steps, join.conditions), start=1):
-            tuples, new = f"__j{j - 1}", f"__r{j}"
+            tuples, new = f"__j{j - 1}", f"__kept{j}"
 
             def row(side: int, j=j) -> tuple[str, str]:
                 return ("__row", "true") if side == j else (f"__tup.r{side}", f"__tup.r{side} IS NOT NULL")
@@ -110,11 +111,12 @@ class JoinQuery(StatefulQuery):
         late_sql adds late_by, the window it missed and the reason, as for one window function."""
         names = self.plan.join.names
         side_of = " ".join(f"WHEN {s} THEN {quote_string(name)}" for s, name in enumerate(names))
-        columns = [f"CASE __r0 {side_of} END AS side"]
+        side = layout.carried(0)  # a join's late rows carry its arguments: the first is the side
+        columns = [f"CASE {side} {side_of} END AS side"]
         for s, name in enumerate(names):
-            fields = [(column, _from_runtime(f"__r{position}", kind)) for (column, kind, _), position
+            fields = [(column, _from_runtime(layout.carried(position), kind)) for (column, kind, _), position
                       in zip(self.side_columns[s], self.config.aggregates[0].join.columns[s])]
-            columns.append(f"CASE WHEN __r0 = {s} THEN {named_struct(fields)} END AS {quote_identifier(name)}")
+            columns.append(f"CASE WHEN {side} = {s} THEN {named_struct(fields)} END AS {quote_identifier(name)}")
         return columns
 
     def late_row_sql(self, source: str, columns: dict[str, str]) -> dict[str, str]:
@@ -125,10 +127,10 @@ class JoinQuery(StatefulQuery):
         for s, side in enumerate(self.plan.join.sides):
             if (identifier_name(side.source) or "").lower() != source.lower():
                 continue
-            filled = {"__r0": str(s)}
+            filled = {layout.carried(0): str(s)}
             for (name, kind, _), position in zip(self.side_columns[s], spec.columns[s]):
                 if name.lower() in columns:
-                    filled[f"__r{position}"] = _to_runtime(quote_identifier(columns[name.lower()]), kind)
+                    filled[layout.carried(position)] = _to_runtime(quote_identifier(columns[name.lower()]), kind)
             return filled
         return {}
 
@@ -346,7 +348,7 @@ def join_result_type(spec: AggregateSpec, types: dict):
     from pyspark.sql.types import ArrayType, BooleanType, StructField, StructType
 
     fields = []
-    names = [f"__a{i}" for i in range(max(i for c in spec.join.columns for i in c) + 1)]
+    names = layout.arguments(max(i for c in spec.join.columns for i in c) + 1)
     for s, positions in enumerate(spec.join.columns):
         fields.append(StructField(f"p{s}", BooleanType(), True))
         for c, position in enumerate(positions):

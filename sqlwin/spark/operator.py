@@ -26,6 +26,7 @@ from sqlwin.runtime import AggregateSpec, BatchResult, WindowRuntime
 from sqlwin.runtime import select
 from sqlwin.runtime.keyed import KeyedWindowRuntime, RowBatch
 from sqlwin.runtime.select import RuntimeChoice
+from sqlwin.spark import layout
 from sqlwin.runtime.segments import SegmentedState, Store
 from sqlwin.runtime.snapshots import OtherSnapshotKind, seal, unseal
 from sqlwin.runtime.vector import Columns
@@ -68,21 +69,10 @@ END_OF_INPUT = "end_of_input"  # the control row that ends a stream
 END_BATCH = 2**62  # where end-of-input firings sort in a replay
 
 
-# The operator's output records, one layout for every kind: __kind says which (emit, late,
-# rejected, stats); keys __k*, aggregates __agg* and carried row columns __r* take the input's
-# and the aggregates' types (replay.record_schema), the others are fixed here. A stats record
-# carries only __kind and __stats, a JSON object (see `stats_record`).
-RECORD_TYPES = {"__kind": "string", "__wstart": "bigint", "__wend": "bigint", "__windex": "bigint",
-                "__op": "string", "__firing": "string", "__seq": "bigint", "__batch": "bigint",
-                "__etime": "bigint", "__late_by": "bigint", "__reason": "string", "__stats": "string"}
-
-
 def record_columns(config: OperatorConfig) -> list[str]:
-    """The records' column names, in the order the tuples of `records` / `stats_record` hold them."""
-    return (["__kind"] + [f"__k{i}" for i in range(config.key_count)]
-            + ["__wstart", "__wend", "__windex"] + [f"__agg{i}" for i in range(len(config.aggregates))]
-            + ["__op", "__firing", "__seq", "__batch", "__etime", "__late_by", "__reason"]
-            + [f"__r{i}" for i in range(config.late_width)] + ["__stats"])
+    """The records' column names (layout.record_columns), in the order the tuples of `records` /
+    `stats_record` hold them."""
+    return layout.record_columns(config.key_count, len(config.aggregates), config.late_width)
 
 
 def column_values(series: pd.Series, integral: bool = False) -> list:
@@ -107,7 +97,7 @@ def choose_runtime(config: OperatorConfig, schema, many_batches: bool = False, s
     types = {f.name: f.dataType for f in schema.fields}
 
     def kind(index: int) -> str:
-        value = types.get(f"__a{index}")
+        value = types.get(layout.argument(index))
         if isinstance(value, BooleanType):
             return select.OTHER
         if isinstance(value, IntegralType):
@@ -138,7 +128,7 @@ def _row_values(frame: t.Callable[[], pd.DataFrame], config: OperatorConfig, fla
     """row_values(i) of Columns: row i's arguments and carried columns, as the general runtime sees
     them. Late and rejected rows only: the frame is read once, on the first call."""
     values: list | None = None
-    names = [f"__a{j}" for j in range(config.argument_count)] + [f"__r{j}" for j in range(config.row_count)]
+    names = layout.arguments(config.argument_count) + layout.carried_columns(config.row_count)
 
     def row_values(i: int) -> tuple:
         nonlocal values
@@ -154,14 +144,14 @@ def batch_columns(frame: pd.DataFrame, config: OperatorConfig, integral: tuple[b
     """A bucket's micro-batch (arrival order) as the vectorised runtime's columns."""
     c = config
     key_flags, arg_flags, carried = _flags(config, integral)
-    codes, keys, key_null = _combine_keys([_pandas_key(frame[f"__k{i}"], flag) for i, flag in enumerate(key_flags)],
+    codes, keys, key_null = _combine_keys([_pandas_key(frame[layout.key(i)], flag) for i, flag in enumerate(key_flags)],
                                           len(frame))
     time = frame["__time"]
     time_null = time.isna().to_numpy()
     times = _filled(time, time_null, np.int64)
     args = []
     for i in range(c.argument_count):
-        column = frame[f"__a{i}"]
+        column = frame[layout.argument(i)]
         null = column.isna().to_numpy()
         if arg_flags[i] == TIMESTAMP:
             args.append((_micros(_arrow_times(column), null), null))
@@ -207,14 +197,14 @@ def arrow_columns(table: "pa.Table", config: OperatorConfig, integral: tuple[boo
 
     c = config
     key_flags, arg_flags, carried = _flags(config, integral)
-    codes, keys, key_null = _combine_keys([_arrow_key(_array(table, f"__k{i}"), flag) for i, flag in enumerate(key_flags)],
+    codes, keys, key_null = _combine_keys([_arrow_key(_array(table, layout.key(i)), flag) for i, flag in enumerate(key_flags)],
                                           table.num_rows)
     time = _array(table, "__time")
     time_null = time.is_null().to_numpy(zero_copy_only=False)
     times = time.fill_null(0).to_numpy().astype(np.int64, copy=False)
     args = []
     for i in range(c.argument_count):
-        column = _array(table, f"__a{i}")
+        column = _array(table, layout.argument(i))
         null = pc.is_null(column, nan_is_null=True).to_numpy(zero_copy_only=False)
         if arg_flags[i] == TIMESTAMP:
             args.append((_micros(column, null), null))
@@ -401,11 +391,11 @@ def frame_rows(frame: pd.DataFrame, config: OperatorConfig, integral: tuple[bool
     c = config
     n = len(frame)
     flags = iter(integral)
-    keys_columns = [column_values(frame[f"__k{i}"], next(flags, False)) for i in range(c.key_count)]
+    keys_columns = [column_values(frame[name], next(flags, False)) for name in layout.keys(c.key_count)]
     keys = list(zip(*keys_columns)) if keys_columns else [()] * n
     times = column_values(frame["__time"], True)
-    value_columns = [column_values(frame[f"__a{i}"], next(flags, False)) for i in range(c.argument_count)]
-    value_columns += [column_values(frame[f"__r{i}"], next(flags, False)) for i in range(c.row_count)]
+    value_columns = [column_values(frame[name], next(flags, False))
+                     for name in layout.arguments(c.argument_count) + layout.carried_columns(c.row_count)]
     values = list(zip(*value_columns)) if value_columns else [()] * n
     return list(zip(keys, times, values))
 
@@ -599,7 +589,7 @@ def clock_packer(bucket_ids: t.Sequence[int], key_count: int, side_column: str |
 
         valid = pc.is_valid(batch.column("__time"))
         for i in range(key_count):
-            valid = pc.and_(valid, pc.is_valid(batch.column(f"__k{i}")))
+            valid = pc.and_(valid, pc.is_valid(batch.column(layout.key(i))))
         timed = batch.filter(valid)
         sides = timed.column(side_column).to_numpy(zero_copy_only=False) if side_column else None
         times = timed.column("__time").to_numpy(zero_copy_only=False).astype(np.int64)
@@ -783,8 +773,8 @@ def replay_columns(config: OperatorConfig, vectorised: type | None) -> list[str]
     """The input columns replay_partition reads (the rest is left out before Spark ships the rows
     to Python): keys, time, arguments, carried columns, batch, and arrival time where it matters."""
     c = config
-    columns = ([f"__k{i}" for i in range(c.key_count)] + ["__time"] + [f"__a{i}" for i in range(c.argument_count)]
-               + [f"__r{i}" for i in range(c.row_count)] + ["__batch"])
+    columns = (layout.keys(c.key_count) + [layout.TIME] + layout.arguments(c.argument_count)
+               + layout.carried_columns(c.row_count) + [layout.BATCH])
     return columns if vectorised is not None and not c.timers else columns + ["__ptime"]
 
 
@@ -889,11 +879,11 @@ def _block_batch(block, batch: int, arrow_schema) -> "pa.RecordBatch":
         name = field.name
         if name in fixed:
             arrays.append(fixed[name](field.type))
-        elif name.startswith("__k"):
-            i = int(name[3:])
+        elif layout.index_of(name, "__k") is not None:
+            i = layout.index_of(name, "__k")
             arrays.append(pa.array([key[i] for key in block.keys], field.type, from_pandas=True))
-        elif name.startswith("__agg"):
-            values, null = block.values[int(name[5:])]
+        elif layout.index_of(name, "__agg") is not None:
+            values, null = block.values[layout.index_of(name, "__agg")]
             arrays.append(column(values, null, field.type))
         else:  # late and rejected rows' columns, stats
             arrays.append(pa.nulls(n, field.type))

@@ -16,7 +16,8 @@ import typing as t
 import uuid
 from dataclasses import dataclass
 
-from sqlwin.spark.operator import RECORD_TYPES, TIMESTAMP, choose_runtime, record_columns, replay_columns, replay_partition
+from sqlwin.spark import layout
+from sqlwin.spark.operator import TIMESTAMP, choose_runtime, record_columns, replay_columns, replay_partition
 from sqlwin.spark.stateful import (RESULT_ORDER, STAGE_VIEW, UPSTREAM_ROW, StatefulQuery, chain_late, check_input_types,
                                    prepare_stateful)
 from sqlwin.sql.joins import describe_join
@@ -65,7 +66,7 @@ def run_replay(runner: "SparkRunner", plan: QueryPlan, late_row_struct: str | No
     function = replay_partition(config, integral_flags(rows), vectorised, batch_times,
                                 to_arrow_schema(schema, timezone="UTC"), stream_clock)
     positions = config.clock_positions
-    clock_keys = [f"__k{i}" for i in (range(config.key_count) if positions is None else positions)]
+    clock_keys = [layout.key(i) for i in (range(config.key_count) if positions is None else positions)]
     columns = replay_columns(config, vectorised)
     if query.spread:
         spread = rows.repartition(query.bucket_count, "__bucket")
@@ -104,12 +105,12 @@ def _stream_clock(rows: "DataFrame", query: StatefulQuery):
     from pyspark.sql import functions as F
 
     config = query.config
-    valid = F.col("__time").isNotNull()
-    for i in range(config.key_count):
-        valid &= F.col(f"__k{i}").isNotNull()
-    side = F.col("__a0").cast("bigint") if query.plan.join is not None else F.lit(0).cast("bigint")
-    per_batch = rows.where(valid).groupBy(F.col("__batch").cast("bigint").alias("b"), side.alias("s")) \
-        .agg(F.max("__time").alias("t"))
+    valid = F.col(layout.TIME).isNotNull()
+    for name in layout.keys(config.key_count):
+        valid &= F.col(name).isNotNull()
+    side = F.col(layout.argument(0)).cast("bigint") if query.plan.join is not None else F.lit(0).cast("bigint")
+    per_batch = rows.where(valid).groupBy(F.col(layout.BATCH).cast("bigint").alias("b"), side.alias("s")) \
+        .agg(F.max(layout.TIME).alias("t"))
     found = per_batch.toPandas()
     if found.empty:
         return (np.empty(0, np.int64),) * 3
@@ -193,7 +194,8 @@ def integral_flags(rows: "DataFrame") -> tuple[bool | str, ...]:
     float), TIMESTAMP a timestamp column, else False."""
     from pyspark.sql.types import IntegralType, TimestampNTZType, TimestampType
 
-    fields = [f for f in rows.schema.fields if f.name[:3] in ("__k", "__a", "__r")]
+    fields = [f for f in rows.schema.fields
+              if any(layout.index_of(f.name, prefix) is not None for prefix in ("__k", "__a", "__r"))]
     return tuple(TIMESTAMP if isinstance(f.dataType, (TimestampType, TimestampNTZType))
                  else isinstance(f.dataType, IntegralType) for f in fields)
 
@@ -205,16 +207,16 @@ def record_schema(query: StatefulQuery, rows: "DataFrame"):
     types = {f.name: f.dataType for f in rows.schema.fields}
     config = query.config
     spark_type = {"string": StringType(), "bigint": LongType()}
-    fixed = {name: spark_type[kind] for name, kind in RECORD_TYPES.items()}
-    aggregates = {f"__agg{i}": aggregate_type(spec, types) for i, spec in enumerate(config.aggregates)}
+    fixed = {name: spark_type[kind] for name, kind in layout.RECORD_TYPES.items()}
+    aggregates = {layout.aggregate(i): aggregate_type(spec, types) for i, spec in enumerate(config.aggregates)}
     fields = []
     for name in record_columns(config):
         if name in fixed:
             kind = fixed[name]
         elif name in aggregates:
             kind = aggregates[name]
-        elif name.startswith("__r") and config.late_from_arguments:  # a join's late rows: its arguments
-            kind = types[f"__a{name[3:]}"]
+        elif layout.index_of(name, "__r") is not None and config.late_from_arguments:  # a join's late rows:
+            kind = types[layout.argument(layout.index_of(name, "__r"))]  # its arguments
         else:
             kind = types[name]
         fields.append(StructField(name, kind, True))
@@ -235,7 +237,7 @@ def aggregate_type(spec, types: dict):
         from sqlwin.spark.joins import join_result_type
 
         return join_result_type(spec, types)
-    arg = types.get(f"__a{spec.arg}") if spec.arg is not None else None
+    arg = types.get(layout.argument(spec.arg)) if spec.arg is not None else None
     if spec.func in ("count", "count_distinct"):
         return LongType()
     if spec.func == "sum":

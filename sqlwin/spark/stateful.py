@@ -40,6 +40,7 @@ from sqlwin.sql.plan import (
     node_position,
     timestamp_micros_sql,
 )
+from sqlwin.spark import layout
 from sqlwin.spark.operator import CARRY, OperatorConfig
 from sqlwin.runtime import AggregateSpec
 from sqlwin.sql.text import identifier_name, named_struct, quote_identifier, quote_string
@@ -97,11 +98,11 @@ class StatefulQuery:
         """One row per input row. `arrival`: a replay, which also reads the recorded batches."""
         rel, options = self.relation, self.relation.options
         columns = [f"{self._bucket_sql()} AS __bucket"]
-        columns += [f"{sql} AS __k{i}" for i, sql in enumerate(self.key_sql)]
+        columns += [f"{sql} AS {layout.key(i)}" for i, sql in enumerate(self.key_sql)]
         bound = _count_bound_column(rel)
         columns.append(f"{_ordinal_of(bound, rel.columns) if bound else _time_micros(rel)} AS __time")
-        columns += [f"{sql} AS __a{i}" for i, sql in enumerate(self.argument_sql)]
-        columns += [f"{quote_identifier(name)} AS __r{i}" for i, name in enumerate(self.row_columns)]
+        columns += [f"{sql} AS {layout.argument(i)}" for i, sql in enumerate(self.argument_sql)]
+        columns += [f"{quote_identifier(name)} AS {layout.carried(i)}" for i, name in enumerate(self.row_columns)]
         ptime = options.get("arrival_time")
         columns.append(f"{_micros_of(ptime, rel.columns)} AS __ptime" if ptime else "CAST(NULL AS BIGINT) AS __ptime")
         columns.append(f"{_in_batch_order(rel)} AS __order")
@@ -132,8 +133,8 @@ class StatefulQuery:
         `carry`: a chain's first stage, whose other records (late, rejected, stats) go on to the
         second stage as JSON in a CARRY column (one projection: a second reader of the records
         would run the first stage's operator twice)."""
-        keys = [f"__k{i} AS {quote_identifier(name)}" for i, name in enumerate(self.key_names)]
-        aggregates = [f"__agg{i}" for i in range(len(self.config.aggregates))]
+        keys = [f"{layout.key(i)} AS {quote_identifier(name)}" for i, name in enumerate(self.key_names)]
+        aggregates = layout.aggregates(len(self.config.aggregates))
         columns = [*keys, *self._window_columns(), "__windex AS window_index", *aggregates,
                    "__op", "__firing", "__seq", "__batch"]
         if self.partial_merge is not None and not carry:
@@ -141,13 +142,13 @@ class StatefulQuery:
             # its sequence: the first bucket's (each bucket numbers its own emissions).
             window = ["window_start", "window_end", "window_time", "window_index", "__op", "__firing", "__batch"]
             partials = columns[len(keys):]  # without the hidden key
-            merged = [f"{sql} AS __agg{i}" for i, sql in enumerate(self.partial_merge)]
+            merged = [f"{sql} AS {layout.aggregate(i)}" for i, sql in enumerate(self.partial_merge)]
             return (f"SELECT {', '.join(window[:4])}, {', '.join(merged)}, __op, __firing, min(__seq) AS __seq, "
                     f"__batch FROM (SELECT {', '.join(partials)} FROM {records} WHERE __kind = 'emit') "
                     f"GROUP BY {', '.join(window)}")
         if not carry:
             return f"SELECT {', '.join(columns)} FROM {records} WHERE __kind = 'emit'"
-        record = named_struct((name, name) for name in (*CARRIED_FIELDS, *(f"__r{i}" for i in range(self.config.late_width))))
+        record = named_struct((name, name) for name in (*CARRIED_FIELDS, *layout.carried_columns(self.config.late_width)))
         options = ", ".join(f"{quote_string(k)}, {quote_string(v)}" for k, v in JSON_OPTIONS.items())
         columns.append(f"CASE WHEN __kind <> 'emit' THEN to_json({record}, map({options})) END AS {CARRY}")
         return f"SELECT {', '.join(columns)} FROM {records}"
@@ -162,7 +163,7 @@ class StatefulQuery:
         condition = self._rewrite(_with_aliases_expanded(having.this.copy(), select, self.plan)).sql(dialect="spark") \
             if having else None
         if self.where_guard is not None:  # a window none of whose rows WHERE keeps gives no row
-            guard = f"__agg{self.where_guard} > 0"
+            guard = f"{layout.aggregate(self.where_guard)} > 0"
             condition = f"({condition}) AND {guard}" if condition else guard
         if carry:
             system.append(CARRY)
@@ -174,7 +175,7 @@ class StatefulQuery:
         """The Spark schema of this stage's records as it carries them on (CARRIED_FIELDS, __r*)."""
         from pyspark.sql.types import StructType
 
-        names = {*CARRIED_FIELDS, *(f"__r{i}" for i in range(self.config.late_width))}
+        names = {*CARRIED_FIELDS, *layout.carried_columns(self.config.late_width)}
         return StructType([f for f in record_schema.fields if f.name in names])
 
     def late_sql(self, records: str, row_struct: str | None = None) -> str:
@@ -193,7 +194,7 @@ class StatefulQuery:
 
     def _late_row_columns(self, row_struct: str | None) -> list[str]:
         """The late / rejected row's own columns (see late_sql)."""
-        pairs = [(name, f"__r{i}") for i, name in enumerate(self.row_columns)]
+        pairs = [(name, layout.carried(i)) for i, name in enumerate(self.row_columns)]
         if row_struct is None:
             return [f"{value} AS {quote_identifier(name)}" for name, value in pairs]
         return [f"{named_struct(pairs)} AS {quote_identifier(row_struct)}"] if pairs else []
@@ -204,7 +205,7 @@ class StatefulQuery:
         window function does not read that table (a chain's second stage, another query's table)."""
         if (identifier_name(self.relation.source) or "").lower() != source.lower():
             return {}
-        return {f"__r{i}": quote_identifier(columns[name.lower()])
+        return {layout.carried(i): quote_identifier(columns[name.lower()])
                 for i, name in enumerate(self.row_columns) if name.lower() in columns}
 
     def _window_columns(self) -> list[str]:
@@ -254,7 +255,7 @@ class StatefulQuery:
 
         def replace(n: exp.Expr) -> exp.Expr:
             if isinstance(n, (exp.AggFunc, exp.Filter)) or _is_anonymous_aggregate(n):
-                return exp.column(f"__agg{aggregates[_aggregate_identity(n)]}")
+                return exp.column(layout.aggregate(aggregates[_aggregate_identity(n)]))
             if not isinstance(n, exp.Column) and n.sql(dialect="spark") in keys:
                 return exp.column(self.key_names[keys[n.sql(dialect="spark")]], quoted=True)
             if isinstance(n, exp.Column) and n.table:
@@ -400,23 +401,24 @@ def partial_aggregation(rel: WindowRelation, emit, watermark, specs: list[Aggreg
     merge: list[str] = []
     for spec in specs:
         j = len(partial)
+        this, after = layout.aggregate(j), layout.aggregate(j + 1)  # the partial columns
         if spec.func == "count":
             partial.append(spec)
-            merge.append(f"CAST(sum(__agg{j}) AS BIGINT)")
+            merge.append(f"CAST(sum({this}) AS BIGINT)")
         elif spec.func in ("min", "max"):
             partial.append(spec)
-            merge.append(f"{spec.func}(__agg{j})")
+            merge.append(f"{spec.func}({this})")
         elif spec.func == "sum" and _numeric_argument(rel, arguments[spec.arg]):
             partial.append(spec)
-            merge.append(f"sum(__agg{j})")
+            merge.append(f"sum({this})")
         elif spec.func == "avg" and _numeric_argument(rel, arguments[spec.arg]):
             # each bucket's sum and count; merged, their sums divided (NULL where no value was seen)
             partial += [AggregateSpec("sum", spec.arg), AggregateSpec("count", spec.arg)]
-            merge.append(f"CAST(sum(__agg{j}) AS DOUBLE) / NULLIF(sum(__agg{j + 1}), 0)")
+            merge.append(f"CAST(sum({this}) AS DOUBLE) / NULLIF(sum({after}), 0)")
         elif spec.func in ("max_by", "min_by"):
             # max_by(v, k): each bucket's max_by and max(k); merged, the max_by of those
             partial += [spec, AggregateSpec("max" if spec.func == "max_by" else "min", spec.arg2)]
-            merge.append(f"{spec.func}(__agg{j}, __agg{j + 1})")
+            merge.append(f"{spec.func}({this}, {after})")
         else:
             return None
     return partial, tuple(merge)
@@ -563,7 +565,7 @@ def _normal(sql: str) -> str:
 def _key_name(sql: str, index: int) -> str:
     """A key column keeps its own name (whatever characters it holds); an expression is __k<i>."""
     name = identifier_name(sql)
-    return name if name is not None else f"__k{index}"
+    return name if name is not None else layout.key(index)
 
 
 # --------------------------------------------------------------------------- aggregates
@@ -725,7 +727,7 @@ def check_input_types(stateful: StatefulQuery, schema) -> None:
     for spec, text in zip(stateful.config.aggregates, stateful.aggregate_sql):
         if spec.func not in ("sum", "avg") or spec.arg is None:
             continue
-        kind = types.get(f"__a{spec.arg}", "")
+        kind = types.get(layout.argument(spec.arg), "")
         if kind and not kind.startswith(_NUMERIC):
             node = next((n for n in plan.ast.find_all(exp.AggFunc) if _aggregate_identity(n) == text), None)
             raise SqlwinValidationError(
