@@ -29,6 +29,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
 import typing as t
 from pathlib import Path
 
@@ -229,46 +230,53 @@ def _report_rejected(sw, query: str, path: str | None) -> None:
 
 
 def _stream(args: argparse.Namespace) -> int:
-    """Start the stream and print a progress line per micro-batch until it stops (or Ctrl-C)."""
-    import time
-
+    """Start the stream and print a line per micro-batch as the sink writer finishes it, until the
+    stream stops (or Ctrl-C); with --once, as it processes the files present now."""
     query = _read_query(args.query)
     sources = _parse_tables(args.source, "--source")
     options = {"maxFilesPerTrigger": str(args.max_files_per_trigger)} if args.max_files_per_trigger else {}
     # Before Spark starts (refusals cost nothing): the sinks' owners, directories that cannot be written,
     # a checkpoint a running stream holds. sw.stream asks again, and takes the checkpoint's lock.
     check_stream_outputs(args.checkpoint, {"sink": args.sink, "late sink": args.late_sink}, sources)
+    print("sqlwin: starting Spark ...", file=sys.stderr, flush=True)  # 20-40 s with nothing else to show
     sw = _attach(args)
     handle = sw.stream(query, sources={name: str(path) for name, path in sources.items()}, sink=args.sink,
                        checkpoint=args.checkpoint, late_sink=args.late_sink, source_format=args.format,
                        source_options=options)
-    print(f"streaming into {args.sink} (checkpoint {args.checkpoint}); Ctrl-C stops", file=sys.stderr)
-    shown, noted = -1, 0
+    print(f"streaming into {args.sink} (checkpoint {args.checkpoint}; named \"{handle.query.name}\" in the Spark UI); "
+          "Ctrl-C stops", file=sys.stderr)
+    shown, noted, seen = -1, 0, {}
 
-    def report(ending: bool = False) -> None:  # a line for every batch run since the last report
+    def report(ending: bool = False, last: bool = False) -> None:  # a line per batch written since the last
         nonlocal shown, noted
         restarts = handle.supervisor.restarts if handle.supervisor is not None else []
         for note in restarts[noted:]:  # the stream started again (a Python worker did not connect back)
             print(f"sqlwin: {note}", file=sys.stderr)
         noted = len(restarts)
-        for progress in _new_progress(handle, shown):
-            shown = progress["batchId"]
-            print(_progress_line(handle.status(progress), ending), file=sys.stderr)
+        spark_reports = {p.get("batchId"): p for p in handle.query.recentProgress or []}
+        for batch in handle.batch_progress(shown):
+            # Spark reports a batch (its duration, its state's size) once it has committed it, just after
+            # the sink writer is done: the line waits for it a moment, then goes without.
+            spark_report = spark_reports.get(batch["batch"])
+            first_seen = seen.setdefault(batch["batch"], time.monotonic())
+            if spark_report is None and not last and time.monotonic() - first_seen < SPARK_REPORT_WAIT_S:
+                return
+            shown = batch["batch"]
+            print(_progress_line(batch, spark_report, ending), file=sys.stderr, flush=True)
 
     try:
-        while True:
-            if args.once:
-                handle.process_all_available()
+        if args.once:
+            _polling(handle.process_all_available, report)
+            report(last=True)
+            if args.end_input:
+                _polling(handle.end_input, lambda: report(ending=True))
+                report(ending=True, last=True)
+        else:
+            while handle.is_active:
                 report()
-                if args.end_input:
-                    handle.end_input()
-                    report(ending=True)
-                break
-            report()
-            if not handle.is_active:
-                handle.await_termination()  # raises the query's failure
-                break
-            time.sleep(1)
+                time.sleep(POLL_S)
+            report(last=True)
+            handle.await_termination()  # raises the query's failure
     except KeyboardInterrupt:
         pass
     finally:
@@ -276,31 +284,48 @@ def _stream(args: argparse.Namespace) -> int:
     return 0
 
 
-def _new_progress(handle, shown: int) -> list[dict]:
-    """Spark's progress reports of the batches after batch `shown`, oldest first (Spark keeps the
-    last 100; a batch id seen twice, a batch run again after a restart, is reported once)."""
-    reports = {}
-    for progress in handle.query.recentProgress or []:
-        batch = progress.get("batchId")
-        if batch is not None and batch > shown:
-            reports[batch] = progress
-    return [reports[b] for b in sorted(reports)]
+POLL_S = 0.25  # how often `sqlwin stream` looks for micro-batches written
+SPARK_REPORT_WAIT_S = 2.0  # how long a batch's line waits for Spark's report of the batch
 
 
-def _progress_line(status: dict, ending: bool = False) -> str:
-    """One line per micro-batch. Keys, open windows, late and rejected rows are the stream's
-    whole life (kept in its checkpoint); results are this run's. `ending`: the batch that ended
-    the input (its one row in is the end-of-input signal), which closed every window."""
-    bad = (f"{status['late_rows']} late rows, {status['rejected_rows']} rejected rows (NULL key or time, malformed"
-           + "".join(f"; stage {stage}: {figures['late']} late, {figures['rejected']} rejected"
-                     for stage, figures in (status.get("stages") or {}).items()) + ")")
+def _polling(work: t.Callable[[], None], poll: t.Callable[[], None]) -> None:
+    """Run `work` (it blocks in the JVM while the stream runs batches) in a thread of its own and
+    `poll()` here every POLL_S meanwhile and once after: progress lines as the batches are written,
+    not all at the end. Raises what `work` raised."""
+    done = threading.Event()
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as err:  # noqa: BLE001 - raised in the calling thread
+            failure.append(err)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="sqlwin-stream-wait", daemon=True).start()
+    while not done.wait(POLL_S):
+        poll()
+    if failure:
+        raise failure[0]
+
+
+def _progress_line(batch: dict, spark_report: dict | None = None, ending: bool = False) -> str:
+    """One line per micro-batch, with the batch's own figures (StreamingWindowQuery.batch_progress):
+    rows it took in, results it wrote, its late and rejected rows (NULL key or time, malformed), and
+    the watermark, keys and open windows after it; from Spark's report of the batch, when there is
+    one, how long it took and the state's size after it. `ending`: the batch that ended the input
+    (its one row is the end-of-input signal), which closed every window."""
+    figures = f"{batch['results']} results, {batch['late_rows']} late, {batch['rejected_rows']} rejected"
     if ending:
-        return (f"batch {status['batch']}: end of input, every open window closed; stream: {status['rows']} rows, "
-                f"{bad}; this run: {status['results']} results")
-    return (f"batch {status['batch']}: {status['input_rows']} rows in, {status['rows_per_second']:.0f} rows/s, "
-            f"watermark {status['key_watermarks'] or status['watermark'] or '-'}; "
-            f"stream so far: {status['keys']} keys, {status['open_windows']} open windows, {bad}; "
-            f"state {(status['state_bytes'] or 0) / 1e6:.1f} MB; this run: {status['results']} results")
+        return f"batch {batch['batch']}: end of input, every open window closed: {figures}"
+    line = (f"batch {batch['batch']}: {batch['rows_in']} rows in, {figures}; after it: watermark "
+            f"{batch['watermark'] or '-'}, {batch['keys']} keys, {batch['open_windows']} open windows")
+    if spark_report:
+        seconds = ((spark_report.get("durationMs") or {}).get("triggerExecution") or 0) / 1000
+        state = (spark_report.get("stateOperators") or [{}])[0].get("memoryUsedBytes") or 0
+        line += (f", state {state / 1e6:.1f} MB" if state else "") + (f"; took {seconds:.1f} s" if seconds else "")
+    return line
 
 
 def _explain(args: argparse.Namespace) -> int:
