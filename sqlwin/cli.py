@@ -4,7 +4,9 @@
     sqlwin explain QUERY.sql --table NAME=PATH [--table ...] [--stream] [--timeline PICTURE.png]
     sqlwin stream QUERY.sql --source NAME=DIR [--format parquet|csv|json] --checkpoint DIR --sink DIR
                   [--late-sink DIR] [--once] [--max-files-per-trigger N]
-    sqlwin sql [-e "STATEMENTS" | -f FILE.sql] [-S]     (a spark-sql style shell; see sqlwin/shell.py)
+    sqlwin sql [-e "STATEMENTS" | -f FILE.sql] [-i INIT.sql] [-S] [-v] [--name NAME] [--driver-memory MEM]
+               [--jars A.jar,B.jar]                   (a spark-sql style shell; see sqlwin/shell.py)
+    sqlwin --version
 
 Each also takes --master URL or --remote sc://HOST:PORT (Spark Connect), and --conf KEY=VALUE
 (repeatable): where Spark runs and how it is configured.
@@ -92,6 +94,7 @@ def _jvm_stack(err: BaseException) -> str | None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sqlwin", description="Streaming windows for Spark SQL.")
+    parser.add_argument("--version", action="version", version=_versions(), help="print sqlwin's and Spark's versions")
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="run a query over finished tables and print or write the result")
@@ -142,13 +145,33 @@ def _parser() -> argparse.ArgumentParser:
     source = sql.add_mutually_exclusive_group()
     source.add_argument("-e", dest="execute", metavar="STATEMENTS", help="run these statements, then exit")
     source.add_argument("-f", dest="file", metavar="FILE", help="run the statements in FILE (- for standard input)")
+    sql.add_argument("-i", dest="init", metavar="FILE", help="run the statements in FILE first (an initialization "
+                                                             "file, as spark-sql's -i), then -e, -f or the prompt")
     sql.add_argument("-S", "--silent", action="store_true", help="no 'Time taken' lines")
+    sql.add_argument("-v", "--verbose", action="store_true", help="print each statement before its result")
+    sql.add_argument("--name", help="the application's name in the Spark UI (default sqlwin-sql)")
+    sql.add_argument("--driver-memory", metavar="MEM", help="the driver's memory, e.g. 2g (spark.driver.memory)")
+    sql.add_argument("--jars", metavar="JARS", help="comma-separated jars for the driver and executors (spark.jars)")
+    sql.add_argument("--version", action="version", version=_versions(), help="print sqlwin's and Spark's versions")
     _add_session_arguments(sql)
     sql.set_defaults(handler=_sql)
     for command in (run, stream, explain, sql):
         command.add_argument("--debug", action="store_true",
                              help="on an error, also print the Python traceback and Spark's JVM stack (for a bug report)")
     return parser
+
+
+def _versions() -> str:
+    """`sqlwin --version`: sqlwin's and PySpark's versions, read without starting Spark."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    import sqlwin
+
+    try:
+        spark = version("pyspark")
+    except PackageNotFoundError:
+        spark = "not installed"
+    return f"sqlwin {sqlwin.__version__}, Spark {spark}, Python {sys.version.split()[0]}"
 
 
 def _add_query_arguments(parser: argparse.ArgumentParser) -> None:
@@ -324,7 +347,7 @@ def _progress_line(batch: dict, spark_report: dict | None = None, ending: bool =
     if spark_report:
         seconds = ((spark_report.get("durationMs") or {}).get("triggerExecution") or 0) / 1000
         state = (spark_report.get("stateOperators") or [{}])[0].get("memoryUsedBytes") or 0
-        line += (f", state {state / 1e6:.1f} MB" if state else "") + (f"; took {seconds:.1f} s" if seconds else "")
+        line += f", state {state / 1e6:.1f} MB" + (f"; took {seconds:.1f} s" if seconds else "")
     return line
 
 
@@ -345,8 +368,22 @@ def _sql(args: argparse.Namespace) -> int:
     from sqlwin.shell import run
 
     options = session_options(args)  # a bad --conf is refused before the script is read or Spark starts
-    return run(lambda: _attach(args, options, app_name="sqlwin-sql"), args.execute, args.file, args.silent,
-               debug=args.debug)
+    # spark-submit's flags, as spark-sql takes them; an explicit --conf of the same property wins.
+    submitted = {"spark.driver.memory": args.driver_memory, "spark.jars": _jars(args.jars)}
+    options["conf"] = {**{k: v for k, v in submitted.items() if v}, **options["conf"]}
+    return run(lambda: _attach(args, options, app_name=args.name or "sqlwin-sql"), args.execute, args.file,
+               args.silent, debug=args.debug, init=args.init, verbose=args.verbose)
+
+
+def _jars(jars: str | None) -> str | None:
+    """--jars A.jar,B.jar as spark.jars, each checked before Spark starts (Spark would only log a missing one)."""
+    if not jars:
+        return None
+    paths = [part.strip() for part in jars.split(",") if part.strip()]
+    for path in paths:
+        if "://" not in path and not Path(path).is_file():
+            raise SqlwinUsageError(f"--jars: no such file {path}", hint="--jars path/to/a.jar,path/to/b.jar")
+    return ",".join(path if "://" in path else str(Path(path).resolve()) for path in paths)
 
 
 def _attach(args: argparse.Namespace, options: dict[str, t.Any] | None = None, app_name: str = "sqlwin"):

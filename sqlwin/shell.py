@@ -11,6 +11,10 @@ to Spark as it is. Results print as spark-sql prints them: one line per row, val
 tabs, NULL as NULL, nested values as JSON (header line with `spark.sql.cli.print.header=true`),
 then `Time taken: ... seconds, Fetched N row(s)` on standard error.
 
+Ctrl-C while a statement runs cancels its Spark jobs (a job tag of its own) and returns to the
+prompt; -i FILE runs first; -v prints each statement before its result. Both forms of the window
+functions run: sqlwin's own, and Spark's registered table functions' (registered at start).
+
 A script stops at its first failing statement (exit 2 for a wrong statement, 1 when Spark fails
 while running one); the interactive prompt prints the error and goes on. An error's line and
 column are those of the script or of the lines typed at the prompt, not of the statement alone.
@@ -25,8 +29,8 @@ import signal
 import sys
 import threading
 import time
-import uuid
 import typing as t
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -218,9 +222,10 @@ class Shell:
     """Runs statements against one sqlwin-attached SparkSession, printing as spark-sql does."""
 
     def __init__(self, sw: "Sqlwin", silent: bool = False, out: t.TextIO | None = None,
-                 err: t.TextIO | None = None, debug: bool = False):
+                 err: t.TextIO | None = None, debug: bool = False, verbose: bool = False):
         self.sw = sw
         self.silent = silent
+        self.verbose = verbose  # -v: each statement printed before its result, as spark-sql -v
         self.debug = debug  # --debug: after each error at the prompt, how it came about
         self.out = out or sys.stdout
         self.err = err or sys.stderr
@@ -228,6 +233,8 @@ class Shell:
     def execute(self, statement: str) -> int:
         """Run one statement and print its rows; the number of rows. Ctrl-C while it runs cancels
         its Spark jobs and raises KeyboardInterrupt (see `cancellable`)."""
+        if self.verbose:
+            print(statement, file=self.out, flush=True)
         started = time.monotonic()
         columns, rows = cancellable(self.sw.spark, lambda: self._fetch(statement))
         count = 0
@@ -480,7 +487,7 @@ def _save_history(readline, history: Path) -> None:
 
 
 def run(sw_factory: t.Callable[[], "Sqlwin"], execute: str | None, file: str | None, silent: bool,
-        debug: bool = False) -> int:
+        debug: bool = False, init: str | None = None, verbose: bool = False) -> int:
     """`sqlwin sql`: -e, -f, a script on standard input, or the interactive prompt in a terminal.
 
     Errors of a script are raised (the command's main() prints them and chooses the exit status);
@@ -501,8 +508,23 @@ def run(sw_factory: t.Callable[[], "Sqlwin"], execute: str | None, file: str | N
                                    hint="a path to a file of statements separated by ;") from None
     elif not sys.stdin.isatty():
         script = sys.stdin.read()
-    shell = Shell(sw_factory(), silent=silent, debug=debug)
+    init_script = None
+    if init is not None:  # spark-sql's -i: run first, a failing statement stops the command as a script's does
+        try:
+            init_script = Path(init).read_text()
+        except OSError as err:
+            raise SqlwinUsageError(f"Cannot read the initialization file {init}: {err.strerror}",
+                                   hint="-i a path to a file of statements separated by ;") from None
+    shell = Shell(sw_factory(), silent=silent, debug=debug, verbose=verbose)
+    from sqlwin.spark.functions import register
+
+    # Both flavours of the window functions: sqlwin's own, TUMBLE(TABLE t, DESCRIPTOR(ts), ...), and
+    # Spark's registered table functions, tumble(TABLE(t), 'ts', ...) -- as in a spark-sql shell over a
+    # session that ran sqlwin.register(spark) (docs/functions.md).
+    register(shell.sw.spark)
     with _sigint(signal.default_int_handler):  # Ctrl-C: KeyboardInterrupt, raised where the shell waits
+        if init_script is not None:
+            shell.run_script(init_script)
         if script is not None:
             shell.run_script(script)
             return 0
