@@ -120,13 +120,14 @@ class Sqlwin:
     def stream(self, query: str, sources: dict[str, t.Any], sink: str, checkpoint: str,
                late_sink: str | None = None, source_format: str = "parquet",
                source_options: dict[str, str] | None = None, trigger: dict | None = None,
-               buckets: int | None = None) -> "StreamingWindowQuery":
+               buckets: int | None = None, name: str | None = None) -> "StreamingWindowQuery":
         """Start `query` as a Structured Streaming query; results land in `sink` per micro-batch.
 
         sources: {table name in the query: a streaming DataFrame, or a directory of files in
         `source_format`}. Results are parquet under `sink/batch_id=N/` (late rows, with LATE ROWS
         INTO, under `late_sink`), each batch replaced if Spark re-runs it: exactly once across
-        restarts from `checkpoint`.
+        restarts from `checkpoint`. `name`: the stream's name in the Spark UI (default: sqlwin, the
+        query's first words and the sink). `handle.batch_progress()`: each micro-batch's own figures.
         """
         from sqlwin.spark.streaming import start_stream
 
@@ -136,7 +137,7 @@ class Sqlwin:
             check_connect_workers(self.spark)
         return start_stream(self.runner, self.plan, query, sources, sink, checkpoint, late_sink=late_sink,
                             source_format=source_format, source_options=source_options,
-                            trigger=trigger, buckets=buckets)
+                            trigger=trigger, buckets=buckets, name=name)
 
     def explain(self, query: str, stream: bool = False) -> Explanation:
         """How sqlwin runs `query`: by `sql` (complete input or replay), or with `stream=True` as

@@ -4,7 +4,9 @@
     sqlwin explain QUERY.sql --table NAME=PATH [--table ...] [--stream] [--timeline PICTURE.png]
     sqlwin stream QUERY.sql --source NAME=DIR [--source-format parquet|csv|json] --checkpoint DIR --sink DIR
                   [--late-sink DIR] [--once] [--max-files-per-trigger N]
-    sqlwin sql [-e "STATEMENTS" | -f FILE.sql] [-S]     (a spark-sql style shell; see sqlwin/shell.py)
+    sqlwin sql [-e "STATEMENTS" | -f FILE.sql] [-i INIT.sql] [-S] [-v] [--name NAME] [--driver-memory MEM]
+               [--jars A.jar,B.jar]                   (a spark-sql style shell; see sqlwin/shell.py)
+    sqlwin --version
 
 Each also takes --master URL or --remote sc://HOST:PORT (Spark Connect), and --conf KEY=VALUE
 (repeatable): where Spark runs and how it is configured.
@@ -29,6 +31,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
 import typing as t
 from pathlib import Path
 
@@ -91,6 +94,7 @@ def _jvm_stack(err: BaseException) -> str | None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sqlwin", description="Streaming windows for Spark SQL.")
+    parser.add_argument("--version", action="version", version=_versions(), help="print sqlwin's and Spark's versions")
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="run a query over finished tables and print or write the result")
@@ -140,7 +144,14 @@ def _parser() -> argparse.ArgumentParser:
     source = sql.add_mutually_exclusive_group()
     source.add_argument("-e", dest="execute", metavar="STATEMENTS", help="run these statements, then exit")
     source.add_argument("-f", dest="file", metavar="FILE", help="run the statements in FILE (- for standard input)")
+    sql.add_argument("-i", dest="init", metavar="FILE", help="run the statements in FILE first (an initialization "
+                                                             "file, as spark-sql's -i), then -e, -f or the prompt")
     sql.add_argument("-S", "--silent", action="store_true", help="no 'Time taken' lines")
+    sql.add_argument("-v", "--verbose", action="store_true", help="print each statement before its result")
+    sql.add_argument("--name", help="the application's name in the Spark UI (default sqlwin-sql)")
+    sql.add_argument("--driver-memory", metavar="MEM", help="the driver's memory, e.g. 2g (spark.driver.memory)")
+    sql.add_argument("--jars", metavar="JARS", help="comma-separated jars for the driver and executors (spark.jars)")
+    sql.add_argument("--version", action="version", version=_versions(), help="print sqlwin's and Spark's versions")
     _add_session_arguments(sql)
     sql.set_defaults(handler=_sql)
     for command in (run, stream, explain, sql):
@@ -168,6 +179,19 @@ def source_format(args: argparse.Namespace) -> str:
                                    "disagree", hint="--source-format alone (--format is its deprecated name)")
         print(f"sqlwin: --format is deprecated; say --source-format {args.deprecated_format}", file=sys.stderr)
     return args.source_format or args.deprecated_format or "parquet"
+
+
+def _versions() -> str:
+    """`sqlwin --version`: sqlwin's and PySpark's versions, read without starting Spark."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    import sqlwin
+
+    try:
+        spark = version("pyspark")
+    except PackageNotFoundError:
+        spark = "not installed"
+    return f"sqlwin {sqlwin.__version__}, Spark {spark}, Python {sys.version.split()[0]}"
 
 
 def _add_query_arguments(parser: argparse.ArgumentParser) -> None:
@@ -250,9 +274,8 @@ def _report_rejected(sw, query: str, path: str | None) -> None:
 
 
 def _stream(args: argparse.Namespace) -> int:
-    """Start the stream and print a progress line per micro-batch until it stops (or Ctrl-C)."""
-    import time
-
+    """Start the stream and print a line per micro-batch as the sink writer finishes it, until the
+    stream stops (or Ctrl-C); with --once, as it processes the files present now."""
     query = _read_query(args.query)
     sources = _parse_tables(args.source, "--source")
     fmt = source_format(args)
@@ -261,39 +284,47 @@ def _stream(args: argparse.Namespace) -> int:
     # Before Spark starts (refusals cost nothing): the sinks' owners, directories that cannot be written,
     # a checkpoint a running stream holds. sw.stream asks again, and takes the checkpoint's lock.
     check_stream_outputs(args.checkpoint, {"sink": args.sink, "late sink": args.late_sink}, sources)
+    print("sqlwin: starting Spark ...", file=sys.stderr, flush=True)  # 20-40 s with nothing else to show
     sw = _attach(args)
     handle = sw.stream(query, sources={name: str(path) for name, path in sources.items()}, sink=args.sink,
                        checkpoint=args.checkpoint, late_sink=args.late_sink, source_format=fmt,
                        source_options=options)
-    print(f"streaming into {args.sink} (checkpoint {args.checkpoint}); Ctrl-C stops", file=sys.stderr)
+    print(f"streaming into {args.sink} (checkpoint {args.checkpoint}; named \"{handle.query.name}\" in the Spark UI); "
+          "Ctrl-C stops", file=sys.stderr)
     for note in _watermark_notes(query):
         print(f"sqlwin: {note}", file=sys.stderr)
-    shown, noted = -1, 0
+    shown, noted, seen = -1, 0, {}
 
-    def report(ending: bool = False) -> None:  # a line for every batch run since the last report
+    def report(ending: bool = False, last: bool = False) -> None:  # a line per batch written since the last
         nonlocal shown, noted
         restarts = handle.supervisor.restarts if handle.supervisor is not None else []
         for note in restarts[noted:]:  # the stream started again (a Python worker did not connect back)
             print(f"sqlwin: {note}", file=sys.stderr)
         noted = len(restarts)
-        for progress in _new_progress(handle, shown):
-            shown = progress["batchId"]
-            print(_progress_line(handle.status(progress), ending), file=sys.stderr)
+        spark_reports = {p.get("batchId"): p for p in handle.query.recentProgress or []}
+        for batch in handle.batch_progress(shown):
+            # Spark reports a batch (its duration, its state's size) once it has committed it, just after
+            # the sink writer is done: the line waits for it a moment, then goes without.
+            spark_report = spark_reports.get(batch["batch"])
+            first_seen = seen.setdefault(batch["batch"], time.monotonic())
+            if spark_report is None and not last and time.monotonic() - first_seen < SPARK_REPORT_WAIT_S:
+                return
+            shown = batch["batch"]
+            print(_progress_line(batch, spark_report, ending), file=sys.stderr, flush=True)
 
     try:
-        while True:
-            if args.once:
-                handle.process_all_available()
+        if args.once:
+            _polling(handle.process_all_available, report)
+            report(last=True)
+            if args.end_input:
+                _polling(handle.end_input, lambda: report(ending=True))
+                report(ending=True, last=True)
+        else:
+            while handle.is_active:
                 report()
-                if args.end_input:
-                    handle.end_input()
-                    report(ending=True)
-                break
-            report()
-            if not handle.is_active:
-                handle.await_termination()  # raises the query's failure
-                break
-            time.sleep(1)
+                time.sleep(POLL_S)
+            report(last=True)
+            handle.await_termination()  # raises the query's failure
     except KeyboardInterrupt:
         pass
     finally:
@@ -311,31 +342,48 @@ def _watermark_notes(query: str) -> list[str]:
         return []
 
 
-def _new_progress(handle, shown: int) -> list[dict]:
-    """Spark's progress reports of the batches after batch `shown`, oldest first (Spark keeps the
-    last 100; a batch id seen twice, a batch run again after a restart, is reported once)."""
-    reports = {}
-    for progress in handle.query.recentProgress or []:
-        batch = progress.get("batchId")
-        if batch is not None and batch > shown:
-            reports[batch] = progress
-    return [reports[b] for b in sorted(reports)]
+POLL_S = 0.25  # how often `sqlwin stream` looks for micro-batches written
+SPARK_REPORT_WAIT_S = 2.0  # how long a batch's line waits for Spark's report of the batch
 
 
-def _progress_line(status: dict, ending: bool = False) -> str:
-    """One line per micro-batch. Keys, open windows, late and rejected rows are the stream's
-    whole life (kept in its checkpoint); results are this run's. `ending`: the batch that ended
-    the input (its one row in is the end-of-input signal), which closed every window."""
-    bad = (f"{status['late_rows']} late rows, {status['rejected_rows']} rejected rows (NULL key or time, malformed"
-           + "".join(f"; stage {stage}: {figures['late']} late, {figures['rejected']} rejected"
-                     for stage, figures in (status.get("stages") or {}).items()) + ")")
+def _polling(work: t.Callable[[], None], poll: t.Callable[[], None]) -> None:
+    """Run `work` (it blocks in the JVM while the stream runs batches) in a thread of its own and
+    `poll()` here every POLL_S meanwhile and once after: progress lines as the batches are written,
+    not all at the end. Raises what `work` raised."""
+    done = threading.Event()
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as err:  # noqa: BLE001 - raised in the calling thread
+            failure.append(err)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="sqlwin-stream-wait", daemon=True).start()
+    while not done.wait(POLL_S):
+        poll()
+    if failure:
+        raise failure[0]
+
+
+def _progress_line(batch: dict, spark_report: dict | None = None, ending: bool = False) -> str:
+    """One line per micro-batch, with the batch's own figures (StreamingWindowQuery.batch_progress):
+    rows it took in, results it wrote, its late and rejected rows (NULL key or time, malformed), and
+    the watermark, keys and open windows after it; from Spark's report of the batch, when there is
+    one, how long it took and the state's size after it. `ending`: the batch that ended the input
+    (its one row is the end-of-input signal), which closed every window."""
+    figures = f"{batch['results']} results, {batch['late_rows']} late, {batch['rejected_rows']} rejected"
     if ending:
-        return (f"batch {status['batch']}: end of input, every open window closed; stream: {status['rows']} rows, "
-                f"{bad}; this run: {status['results']} results")
-    return (f"batch {status['batch']}: {status['input_rows']} rows in, {status['rows_per_second']:.0f} rows/s, "
-            f"watermark {status['key_watermarks'] or status['watermark'] or '-'}; "
-            f"stream so far: {status['keys']} keys, {status['open_windows']} open windows, {bad}; "
-            f"state {(status['state_bytes'] or 0) / 1e6:.1f} MB; this run: {status['results']} results")
+        return f"batch {batch['batch']}: end of input, every open window closed: {figures}"
+    line = (f"batch {batch['batch']}: {batch['rows_in']} rows in, {figures}; after it: watermark "
+            f"{batch['watermark'] or '-'}, {batch['keys']} keys, {batch['open_windows']} open windows")
+    if spark_report:
+        seconds = ((spark_report.get("durationMs") or {}).get("triggerExecution") or 0) / 1000
+        state = (spark_report.get("stateOperators") or [{}])[0].get("memoryUsedBytes") or 0
+        line += f", state {state / 1e6:.1f} MB" + (f"; took {seconds:.1f} s" if seconds else "")
+    return line
 
 
 def _explain(args: argparse.Namespace) -> int:
@@ -356,8 +404,22 @@ def _sql(args: argparse.Namespace) -> int:
     from sqlwin.shell import run
 
     options = session_options(args)  # a bad --conf is refused before the script is read or Spark starts
-    return run(lambda: _attach(args, options, app_name="sqlwin-sql"), args.execute, args.file, args.silent,
-               debug=args.debug)
+    # spark-submit's flags, as spark-sql takes them; an explicit --conf of the same property wins.
+    submitted = {"spark.driver.memory": args.driver_memory, "spark.jars": _jars(args.jars)}
+    options["conf"] = {**{k: v for k, v in submitted.items() if v}, **options["conf"]}
+    return run(lambda: _attach(args, options, app_name=args.name or "sqlwin-sql"), args.execute, args.file,
+               args.silent, debug=args.debug, init=args.init, verbose=args.verbose)
+
+
+def _jars(jars: str | None) -> str | None:
+    """--jars A.jar,B.jar as spark.jars, each checked before Spark starts (Spark would only log a missing one)."""
+    if not jars:
+        return None
+    paths = [part.strip() for part in jars.split(",") if part.strip()]
+    for path in paths:
+        if "://" not in path and not Path(path).is_file():
+            raise SqlwinUsageError(f"--jars: no such file {path}", hint="--jars path/to/a.jar,path/to/b.jar")
+    return ",".join(path if "://" in path else str(Path(path).resolve()) for path in paths)
 
 
 def check_before_spark(query: str, args: argparse.Namespace, tables: t.Iterable[str] | None) -> None:

@@ -11,6 +11,10 @@ to Spark as it is. Results print as spark-sql prints them: one line per row, val
 tabs, NULL as NULL, nested values as JSON (header line with `spark.sql.cli.print.header=true`),
 then `Time taken: ... seconds, Fetched N row(s)` on standard error.
 
+Ctrl-C while a statement runs cancels its Spark jobs (a job tag of its own) and returns to the
+prompt; -i FILE runs first; -v prints each statement before its result. Both forms of the window
+functions run: sqlwin's own, and Spark's registered table functions' (registered at start).
+
 A script stops at its first failing statement (exit 2 for a wrong statement, 1 when Spark fails
 while running one); the interactive prompt prints the error and goes on. An error's line and
 column are those of the script or of the lines typed at the prompt, not of the statement alone.
@@ -18,11 +22,15 @@ column are those of the script or of the lines typed at the prompt, not of the s
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 import typing as t
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -214,26 +222,22 @@ class Shell:
     """Runs statements against one sqlwin-attached SparkSession, printing as spark-sql does."""
 
     def __init__(self, sw: "Sqlwin", silent: bool = False, out: t.TextIO | None = None,
-                 err: t.TextIO | None = None, debug: bool = False):
+                 err: t.TextIO | None = None, debug: bool = False, verbose: bool = False):
         self.sw = sw
         self.silent = silent
+        self.verbose = verbose  # -v: each statement printed before its result, as spark-sql -v
         self.debug = debug  # --debug: after each error at the prompt, how it came about
         self.out = out or sys.stdout
         self.err = err or sys.stderr
 
     def execute(self, statement: str) -> int:
-        """Run one statement and print its rows; the number of rows."""
+        """Run one statement and print its rows; the number of rows. Ctrl-C while it runs cancels
+        its Spark jobs and raises KeyboardInterrupt (see `cancellable`)."""
+        if self.verbose:
+            print(statement, file=self.out, flush=True)
         started = time.monotonic()
-        frame = self.sw.sql(statement)  # Spark SQL without sqlwin's windows runs as written
+        columns, rows = cancellable(self.sw.spark, lambda: self._fetch(statement))
         count = 0
-        try:
-            columns, rows, _ = string_rows(frame)
-        except SqlwinError:
-            raise
-        except Exception as err:  # noqa: BLE001 - Spark failed while running a valid statement
-            from sqlwin.cli import runtime_error
-
-            raise runtime_error(err) from None
         if columns and self._print_header():
             print("\t".join(columns), file=self.out)
         for row in rows:
@@ -245,6 +249,18 @@ class Shell:
             print(taken + (f", Fetched {count} row(s)" if count else ""), file=self.err)
             self.err.flush()
         return count
+
+    def _fetch(self, statement: str) -> tuple[list[str], list[list[str | None]]]:
+        frame = self.sw.sql(statement)  # Spark SQL without sqlwin's windows runs as written
+        try:
+            columns, rows, _ = string_rows(frame)
+        except SqlwinError:
+            raise
+        except Exception as err:  # noqa: BLE001 - Spark failed while running a valid statement
+            from sqlwin.cli import runtime_error
+
+            raise runtime_error(err) from None
+        return columns, rows
 
     def _print_header(self) -> bool:
         try:
@@ -273,33 +289,36 @@ class Shell:
         try:
             while True:
                 try:
-                    line = input(CONTINUATION if lines else PROMPT)
+                    if self._read_and_run(lines, readline, history) == "exit":
+                        return 0
                 except EOFError:
                     print(file=self.out)
                     return 0
-                except KeyboardInterrupt:  # Ctrl-C drops what was typed
+                except KeyboardInterrupt:  # Ctrl-C drops what was typed (a statement's own is caught in _run_typed)
                     print(file=self.out)
-                    lines = []
-                    continue
-                if not lines and line.strip().rstrip(";").strip().lower() in EXIT_COMMANDS:
-                    return 0
-                lines.append(line)
-                text = "\n".join(lines)
-                scan = _scan(text)
-                if not scan.statements and not scan.open:
-                    lines = []  # only blank lines or comments so far
-                    continue
-                if not scan.complete:
-                    continue
-                lines = []
-                if readline:
-                    readline.add_history(one_line(text.strip()))
-                    _save_history(readline, history)
-                if self._run_typed(text) == "exit":
-                    return 0
+                    lines.clear()
         finally:
             if readline:
                 _save_history(readline, history)
+
+    def _read_and_run(self, lines: list[str], readline, history: Path) -> str | None:
+        """Read a line at the prompt; run the statements it completes. `lines`: typed so far."""
+        line = input(CONTINUATION if lines else PROMPT)
+        if not lines and line.strip().rstrip(";").strip().lower() in EXIT_COMMANDS:
+            return "exit"
+        lines.append(line)
+        text = "\n".join(lines)
+        scan = _scan(text)
+        if not scan.statements and not scan.open:
+            lines.clear()  # only blank lines or comments so far
+            return None
+        if not scan.complete:
+            return None
+        lines.clear()
+        if readline:
+            readline.add_history(one_line(text.strip()))
+            _save_history(readline, history)
+        return self._run_typed(text)
 
     def _run_typed(self, text: str) -> str | None:
         """Run the statements of what was typed; an error is printed, the rest skipped."""
@@ -311,7 +330,7 @@ class Shell:
             try:
                 self.run_statement(statement, text)
             except KeyboardInterrupt:
-                print("sqlwin: interrupted", file=self.err)
+                print("sqlwin: interrupted; the statement's Spark jobs are cancelled", file=self.err)
                 return None
             except Exception as err:  # noqa: BLE001 - the prompt survives any failure
                 shown = err if isinstance(err, SqlwinError) else runtime_error(err)
@@ -322,6 +341,104 @@ class Shell:
             finally:
                 self.err.flush()
         return None
+
+
+# --------------------------------------------------------------------------- Ctrl-C
+
+CANCEL_WAIT_S = 3.0  # after Ctrl-C: how long the prompt waits at most for the statement's thread to end
+_CANCEL_EVERY_S = 0.25  # Spark is asked again at this pace until it has (a job may start after the first request)
+
+
+def cancellable(spark, work: t.Callable[[], t.Any]) -> t.Any:
+    """`work()` -- a statement's planning and Spark jobs -- in a thread of its own with its jobs
+    tagged, while this thread only waits: a Ctrl-C (KeyboardInterrupt) never lands inside a py4j
+    call. (It used to: py4j's connection was left mid-answer, 45 lines of py4j tracebacks, and the
+    job ran on in the JVM for minutes.) On Ctrl-C the tag's jobs are cancelled
+    (SparkContext.cancelJobsWithTag; over Spark Connect SparkSession.interruptTag), the thread is given
+    CANCEL_WAIT_S to end, and KeyboardInterrupt is raised. Off the main thread (no signal reaches
+    it) `work` runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        return work()
+    tag = f"sqlwin-shell-{uuid.uuid4().hex[:12]}"
+    add_tag, remove_tag, cancel = _job_tags(spark)
+    outcome: dict[str, t.Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            add_tag(tag)  # the tags are this thread's: only the statement's jobs carry it
+            try:
+                outcome["value"] = work()
+            finally:
+                remove_tag(tag)
+        except BaseException as err:  # noqa: BLE001 - handed to the waiting thread
+            outcome["error"] = err
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="sqlwin-statement", daemon=True).start()
+    try:
+        # A signal interrupts this wait, never a py4j call. (Not Thread.join: a KeyboardInterrupt in
+        # it marks a running thread as ended, Python 3.11's bpo-45274 handling.)
+        while not done.wait(0.1):
+            pass
+    except KeyboardInterrupt:
+        _cancel(cancel, tag, done)
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _job_tags(spark) -> tuple[t.Callable[[str], None], t.Callable[[str], None], t.Callable[[str], t.Any]]:
+    """How to tag the calling thread's Spark jobs, untag them, and cancel the jobs of a tag.
+    Classic Spark: the SparkContext's job tags, tasks interrupted on cancel (a task blocked in a
+    sleep or a read ends too). SparkSession.addTag / interruptTag cancel nothing there (measured
+    on Spark 4: interruptTag found no operation, the job ran on); over Spark Connect they do."""
+    from sqlwin.spark.connect import is_connect
+
+    if is_connect(spark):
+        return spark.addTag, spark.removeTag, spark.interruptTag
+    context = spark.sparkContext
+
+    def add(tag: str) -> None:
+        context.addJobTag(tag)
+        context.setInterruptOnCancel(True)  # a property of this thread, which runs one statement
+
+    return add, context.removeJobTag, context.cancelJobsWithTag
+
+
+def _cancel(cancel: t.Callable[[str], t.Any], tag: str, done: threading.Event) -> None:
+    """Cancel the tag's jobs until the statement is `done`. The prompt waits CANCEL_WAIT_S at most
+    (more Ctrl-C meanwhile are ignored, so the cancelling calls are not interrupted in turn); a
+    thread of its own goes on cancelling after that, so a job the statement starts later -- its
+    planning was under way at the Ctrl-C -- is cancelled too and does not hold Spark's cores."""
+
+    def keep_cancelling() -> None:
+        while not done.is_set():
+            with contextlib.suppress(Exception):  # a session that is gone has no jobs to cancel
+                cancel(tag)
+            done.wait(_CANCEL_EVERY_S)
+
+    with _sigint(signal.SIG_IGN):
+        threading.Thread(target=keep_cancelling, name="sqlwin-cancel", daemon=True).start()
+        done.wait(CANCEL_WAIT_S)
+
+
+@contextlib.contextmanager
+def _sigint(handler):
+    """SIGINT handled by `handler` within the block (in the main thread; elsewhere nothing changes).
+    The shell replaces PySpark's handler, which calls into the JVM from inside the signal handler --
+    in the middle of whatever py4j call the main thread was making -- and hung the shell on a
+    second Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def place(err: SqlwinError, statement: Statement, script: str) -> SqlwinError:
@@ -381,7 +498,7 @@ def _save_history(readline, history: Path) -> None:
 
 
 def run(sw_factory: t.Callable[[], "Sqlwin"], execute: str | None, file: str | None, silent: bool,
-        debug: bool = False) -> int:
+        debug: bool = False, init: str | None = None, verbose: bool = False) -> int:
     """`sqlwin sql`: -e, -f, a script on standard input, or the interactive prompt in a terminal.
 
     Errors of a script are raised (the command's main() prints them and chooses the exit status);
@@ -402,10 +519,27 @@ def run(sw_factory: t.Callable[[], "Sqlwin"], execute: str | None, file: str | N
                                    hint="a path to a file of statements separated by ;") from None
     elif not sys.stdin.isatty():
         script = sys.stdin.read()
-    if script is not None:
-        check_script(script)  # before Spark starts: a misspelt statement costs a tenth of a second
-    shell = Shell(sw_factory(), silent=silent, debug=debug)
-    if script is not None:
-        shell.run_script(script)
-        return 0
-    return shell.interactive(history_path())
+    init_script = None
+    if init is not None:  # spark-sql's -i: run first, a failing statement stops the command as a script's does
+        try:
+            init_script = Path(init).read_text()
+        except OSError as err:
+            raise SqlwinUsageError(f"Cannot read the initialization file {init}: {err.strerror}",
+                                   hint="-i a path to a file of statements separated by ;") from None
+    for text in (init_script, script):
+        if text is not None:
+            check_script(text)  # before Spark starts: a misspelt statement costs a tenth of a second
+    shell = Shell(sw_factory(), silent=silent, debug=debug, verbose=verbose)
+    from sqlwin.spark.functions import register
+
+    # Both flavours of the window functions: sqlwin's own, TUMBLE(TABLE t, DESCRIPTOR(ts), ...), and
+    # Spark's registered table functions, tumble(TABLE(t), 'ts', ...) -- as in a spark-sql shell over a
+    # session that ran sqlwin.register(spark) (docs/functions.md).
+    register(shell.sw.spark)
+    with _sigint(signal.default_int_handler):  # Ctrl-C: KeyboardInterrupt, raised where the shell waits
+        if init_script is not None:
+            shell.run_script(init_script)
+        if script is not None:
+            shell.run_script(script)
+            return 0
+        return shell.interactive(history_path())

@@ -76,6 +76,9 @@ def run_as_written(runner, query: str, err: SqlwinError):
     except SqlwinError as spark_err:
         if getattr(spark_err, "spark_parse", False):
             raise err from None  # Spark cannot read it either: sqlwin's message is the more precise
+        if getattr(err, "registered_form", False) and any(
+                c in str(spark_err) for c in ("UNRESOLVABLE_TABLE_VALUED_FUNCTION", "UNRESOLVED_ROUTINE")):
+            raise err from None  # the registered functions' form, in a session without them: say both forms
         raise
 
 

@@ -97,13 +97,30 @@ class StreamingWindowQuery:
         self.bucket_stats = _load_progress(self.checkpoint)
         batches = _load_batches(self.checkpoint, self.run_id, self._records)
         if batches:
-            self.batches = [{k: b[k] for k in ("batch", "results", "late")} for b in batches]
+            self.batches = [{k: v for k, v in b.items() if not k.endswith("_schema")} for b in batches]
             from pyspark.sql.types import StructType
 
             for name in ("result_schema", "late_schema"):
                 known = [b[name] for b in batches if b.get(name)]
                 if known:
                     setattr(self, name, StructType.fromJson(json.loads(known[-1])))
+
+    def batch_progress(self, after: int = -1) -> list[dict]:
+        """This run's micro-batches after batch `after`, oldest first, each with its own figures as
+        the sink writer recorded them when it had written the batch: `rows_in` (rows the batch took
+        in), `results`, `late_rows`, `rejected_rows` (NULL key or time, malformed), `late` (rows
+        written to the late sink), and the stream after it: `watermark` (the lowest .. highest
+        watermark over the keys, in the time column's unit), `keys`, `open_windows`."""
+        self.refresh()
+        return [b for b in self.batches if b["batch"] > after]
+
+    def batch_figures(self, rows_before: int, kinds: dict[str, int]) -> dict:
+        """A micro-batch's own figures (see batch_progress), in the sink writer once the batch's stats
+        are kept: `rows_before` is the stream's rows before it (`_total("rows")`)."""
+        return {"rows_in": self._total("rows") - rows_before, "late_rows": kinds["late"],
+                "rejected_rows": kinds["rejected"],
+                "watermark": _watermark_range(self.bucket_stats.values(), self.stateful),
+                "keys": self._total("keys"), "open_windows": self._total("open_windows")}
 
     def process_all_available(self, timeout_s: float = 600.0) -> None:
         """Block until every row available now is processed. A stream that failed raises its
@@ -259,7 +276,7 @@ def _watermark_range(stats, stateful: StatefulQuery) -> str | None:
 def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], query_text: str, sources: dict[str, t.Any], sink: str, checkpoint: str,
                  late_sink: str | None = None, source_format: str = "parquet",
                  source_options: dict[str, str] | None = None, trigger: dict | None = None,
-                 buckets: int | None = None) -> StreamingWindowQuery:
+                 buckets: int | None = None, name: str | None = None) -> StreamingWindowQuery:
     """Start `query_text` over streaming `sources` ({name: streaming DataFrame or directory}).
 
     `plan_of`: the query's plan, made once the sources are registered as the tables it names.
@@ -272,7 +289,7 @@ def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], q
                               run_id, "spark connect" if is_connect(runner.spark) else "here")
     try:
         handle = _start_stream(runner, plan_of, query_text, sources, sink, checkpoint, late_sink, source_format,
-                               source_options, trigger, buckets, run_id)
+                               source_options, trigger, buckets, run_id, name)
     except BaseException:
         start.abandon()
         raise
@@ -282,7 +299,7 @@ def start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], q
 def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], query_text: str,
                   sources: dict[str, t.Any], sink: str, checkpoint: str, late_sink: str | None,
                   source_format: str, source_options: dict[str, str] | None, trigger: dict | None,
-                  buckets: int | None, run_id: str) -> StreamingWindowQuery:
+                  buckets: int | None, run_id: str, query_name: str | None = None) -> StreamingWindowQuery:
     spark = runner.spark
     # Each source is registered as a view of sqlwin's own, which the plan reads in place of its name
     # (`plan_of(text, tables=...)`): a temp view of the user's with that name stays as it was.
@@ -382,12 +399,23 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
                                   control_buckets=control_buckets, read_twice=read_twice, inner=inner, run_id=run_id)
     handle.bucket_stats = _load_progress(checkpoint)
     writer = output.writeStream.foreachBatch(_sink_writer(stateful, handle)) \
-        .option("checkpointLocation", str(Path(checkpoint) / "spark"))
+        .option("checkpointLocation", str(Path(checkpoint) / "spark")) \
+        .queryName(query_name or stream_name(query_text, sink))  # the Spark UI's name for it
     if trigger:
         writer = writer.trigger(**trigger)
     handle.restart = writer.start  # a start whose Python worker did not connect back is made again (supervision)
     handle.query = writer.start()
     return handle
+
+
+def stream_name(query_text: str, sink: str) -> str:
+    """The stream's name in the Spark UI (Structured Streaming tab) and StreamingQuery.name: the
+    query's first words (comments left out) and its sink -- unique among running streams, as Spark
+    wants, since one sink takes one stream."""
+    import re
+
+    words = " ".join(re.sub(r"--[^\n]*|/\*.*?\*/", " ", query_text, flags=re.S).split())
+    return f"sqlwin: {words if len(words) <= 60 else words[:57] + '...'} -> {sink}"
 
 
 def _with_malformed(output: "DataFrame", malformed: dict[str, "DataFrame"], stateful: StatefulQuery,
@@ -553,6 +581,7 @@ def _sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
             written = _write_batch(result, handle.sink, batch_id, order="__seq", shuffle=not cached)
             summary = observation.get if observation is not None else \
                 records_df.agg(*_summary_columns()).first().asDict()
+            rows_before = handle._total("rows")
             kinds = _summarise(summary, handle, batch_id)
             _save_progress(handle.checkpoint, handle.bucket_stats)
             late = 0
@@ -561,8 +590,10 @@ def _sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
                 handle.late_schema = late_rows.schema
                 late = _write_batch(late_rows, handle.late_sink, batch_id,
                                     records=kinds["late"] + kinds["rejected"])
-            handle.batches.append({"batch": batch_id, "results": written, "late": late})
-            _save_batch(handle, {"batch": batch_id, "results": written, "late": late,
+            figures = {"batch": batch_id, "results": written, "late": late,
+                       **handle.batch_figures(rows_before, kinds)}
+            handle.batches.append(figures)
+            _save_batch(handle, {**figures,
                                  "result_schema": handle.result_schema.json() if handle.result_schema else None,
                                  "late_schema": handle.late_schema.json() if handle.late_schema else None})
         finally:

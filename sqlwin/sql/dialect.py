@@ -245,6 +245,13 @@ class SqlwinParser(SparkParser):
         name_token = self._curr
         self._advance(2)  # NAME (
         args = self._parse_csv(self._parse_window_argument)
+        parenthesised = [a.this.meta["spark_form"] for a in args if isinstance(a, TableArg)
+                         and a.this.meta.get("spark_form")]
+        if not wrapped and _registered_form(args, bool(parenthesised)):
+            raise self._registered_form_error(name_token)
+        if parenthesised:  # TABLE(t) with DESCRIPTOR(ts): neither form
+            raise self._syntax_error("Expected a query inside TABLE ( )", parenthesised[0],
+                                     "TABLE name, or TABLE (SELECT ...)")
         self._expect_r_paren(f"to close {name_token.text.upper()}(")
         if wrapped:
             self._expect_r_paren("to close TABLE(")
@@ -293,7 +300,17 @@ class SqlwinParser(SparkParser):
         return self._keep_source(value, token)
 
     def _parse_table_argument(self, table_token: Token) -> TableArg:
-        if self._curr and self._curr.token_type == TokenType.L_PAREN:
+        if (self._curr and self._curr.token_type == TokenType.L_PAREN and self._next
+                and self._next.token_type in (TokenType.VAR, TokenType.IDENTIFIER)
+                and self._tokens[min(self._index + 2, len(self._tokens) - 1)].token_type in (TokenType.R_PAREN,
+                                                                                           TokenType.DOT)):
+            # TABLE(name): Spark's TABLE argument, the registered table functions' form (docs/functions.md).
+            open_token = self._curr
+            self._advance()
+            table = self._parse_table_parts()
+            self._expect_r_paren("to close TABLE(")
+            table.meta["spark_form"] = open_token  # see _parse_window_tvf
+        elif self._curr and self._curr.token_type == TokenType.L_PAREN:
             # TABLE (SELECT ...): a query as the input (Flink's documentation; Spark's TABLE(SELECT ...)).
             open_token = self._curr
             table = self._parse_select(table=True, parse_subquery_alias=False)
@@ -470,6 +487,35 @@ class SqlwinParser(SparkParser):
 
     def _syntax_error(self, message: str, token: Token | None, hint: str | None = None) -> SqlwinSyntaxError:
         return SqlwinSyntaxError(message, _position(token or self._curr or self._prev), hint)
+
+    def _registered_form_error(self, name_token: Token) -> SqlwinSyntaxError:
+        """Spark's form of a window function -- `tumble(TABLE(t), 'ts', ...)`, the registered table
+        functions' -- is not sqlwin's own SQL: the error says so and is marked `registered_form`, so
+        that a caller runs the statement through Spark as written (where sqlwin.register(spark) made
+        the functions), and shows this message when Spark has no such function."""
+        name = name_token.text.upper()
+        err = self._syntax_error(
+            f"{name_token.text}(TABLE(t), 'ts', ...) is Spark's form of {name}, the registered table function's",
+            name_token, f"sqlwin's own SQL: {name}(TABLE t, DESCRIPTOR(ts), ...); Spark's form runs once "
+                        "sqlwin.register(spark) has registered the functions (`sqlwin sql` does)")
+        err.registered_form = True
+        return err
+
+
+def _registered_form(args: list, parenthesised: bool) -> bool:
+    """Whether a window function's arguments are Spark's form (the registered table functions'):
+    the time column as a string (`'ts'`, `timecol => 'ts'`), or `TABLE(t)` (`parenthesised`) with no
+    DESCRIPTOR (global_window(TABLE(t) PARTITION BY (k)))."""
+    def is_string(value) -> bool:
+        return isinstance(value, exp.Literal) and value.is_string
+
+    for i, arg in enumerate(args):
+        if i == 1 and is_string(arg):
+            return True
+        if isinstance(arg, exp.Kwarg) and arg.this.name.upper() == "TIMECOL" and is_string(arg.expression):
+            return True
+    return parenthesised and not any(isinstance(a, Descriptor) or isinstance(a, exp.Kwarg)
+                                     and isinstance(a.expression, Descriptor) for a in args)
 
 
 # --------------------------------------------------------------------------- generator

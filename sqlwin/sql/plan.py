@@ -227,7 +227,9 @@ def build_plan(sql: str, schema_of: SchemaLookup = lambda name: None, time_zone:
     except SqlwinSyntaxError as err:
         # sqlglot cannot read every piece of Spark SQL (`GROUP BY window(ts, '1 hour')`): a query with
         # none of sqlwin's words may still be Spark's, which the caller then hands to Spark as written.
-        err.plain_spark = not mentions_sqlwin(sql)
+        # Spark's form of a window function (`tumble(TABLE(t), 'ts', ...)`) is the registered functions':
+        # Spark runs it where they are registered.
+        err.plain_spark = getattr(err, "registered_form", False) or not mentions_sqlwin(sql)
         raise err.with_query(sql) from None
     if tables:
         _read_tables_as(ast, tables)
