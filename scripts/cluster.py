@@ -109,7 +109,7 @@ def master_status(state: dict) -> dict:
     try:
         with urllib.request.urlopen(f"{state['ui']}/json/", timeout=5) as response:
             return json.loads(response.read())
-    except OSError:
+    except (OSError, json.JSONDecodeError):  # not up yet: no page, or an empty one while it starts
         return {}
 
 

@@ -268,7 +268,10 @@ def _watermark_range(stats, stateful: StatefulQuery) -> str | None:
     def show(micros: int) -> str:
         if stateful._epoch_ms:
             return str(micros // 1000)
-        return (dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=micros)).isoformat(sep=" ")
+        try:
+            return (dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=micros)).isoformat(sep=" ")
+        except OverflowError:  # an unbounded delay: a watermark before year 1 (or past 9999)
+            return "before 0001-01-01" if micros < 0 else "after 9999-12-31"
 
     return f"{show(min(lows))} .. {show(max(highs))}"
 
