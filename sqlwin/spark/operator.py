@@ -87,24 +87,28 @@ def column_values(series: pd.Series, integral: bool = False) -> list:
     return values
 
 
+def value_kind(data_type) -> str:
+    """A Spark type as the runtimes read its values: select.INTEGER, FLOAT, TIMESTAMP or OTHER."""
+    from pyspark.sql.types import BooleanType, DoubleType, FloatType, IntegralType, TimestampNTZType, TimestampType
+
+    if isinstance(data_type, BooleanType):
+        return select.OTHER
+    if isinstance(data_type, IntegralType):
+        return select.INTEGER
+    if isinstance(data_type, (FloatType, DoubleType)):
+        return select.FLOAT
+    return select.TIMESTAMP if isinstance(data_type, (TimestampType, TimestampNTZType)) else select.OTHER
+
+
 def choose_runtime(config: OperatorConfig, schema, many_batches: bool = False, segmented_general: bool = True,
                    by_aggregates: bool = True) -> RuntimeChoice:
     """The runtime that runs this query's buckets (sqlwin.runtime.select.choose), the kinds of its
     aggregate arguments read from the Spark schema of the input rows. `many_batches`: a replay;
     `segmented_general`, `by_aggregates`: a stream's checkpoint layout."""
-    from pyspark.sql.types import BooleanType, DoubleType, FloatType, IntegralType, TimestampNTZType, TimestampType
-
     types = {f.name: f.dataType for f in schema.fields}
 
     def kind(index: int) -> str:
-        value = types.get(layout.argument(index))
-        if isinstance(value, BooleanType):
-            return select.OTHER
-        if isinstance(value, IntegralType):
-            return select.INTEGER
-        if isinstance(value, (FloatType, DoubleType)):
-            return select.FLOAT
-        return select.TIMESTAMP if isinstance(value, (TimestampType, TimestampNTZType)) else select.OTHER
+        return value_kind(types.get(layout.argument(index)))
 
     c = config
     return select.choose(c.windower, c.watermark, c.emit, c.aggregates, c.processing_time, c.timers, c.clock_positions,

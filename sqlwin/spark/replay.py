@@ -17,7 +17,8 @@ import uuid
 from dataclasses import dataclass
 
 from sqlwin.spark import layout
-from sqlwin.spark.operator import TIMESTAMP, choose_runtime, record_columns, replay_columns, replay_partition
+from sqlwin.runtime import select
+from sqlwin.spark.operator import TIMESTAMP, choose_runtime, value_kind, record_columns, replay_columns, replay_partition
 from sqlwin.spark.stateful import (RESULT_ORDER, STAGE_VIEW, UPSTREAM_ROW, StatefulQuery, chain_late, check_input_types,
                                    prepare_stateful)
 from sqlwin.sql.joins import describe_join
@@ -192,12 +193,10 @@ def explain_replay(runner: "SparkRunner", plan: QueryPlan):
 def integral_flags(rows: "DataFrame") -> tuple[bool | str, ...]:
     """Per key / argument / row column: True an integer column (pandas shows a nullable one as
     float), TIMESTAMP a timestamp column, else False."""
-    from pyspark.sql.types import IntegralType, TimestampNTZType, TimestampType
-
     fields = [f for f in rows.schema.fields
               if any(layout.index_of(f.name, prefix) is not None for prefix in ("__k", "__a", "__r"))]
-    return tuple(TIMESTAMP if isinstance(f.dataType, (TimestampType, TimestampNTZType))
-                 else isinstance(f.dataType, IntegralType) for f in fields)
+    kinds = [value_kind(f.dataType) for f in fields]
+    return tuple(TIMESTAMP if kind == select.TIMESTAMP else kind == select.INTEGER for kind in kinds)
 
 
 def record_schema(query: StatefulQuery, rows: "DataFrame"):
