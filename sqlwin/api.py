@@ -60,7 +60,9 @@ class Sqlwin:
         resolver = _SchemaResolver(self.runner, query, tables=tables)
         plan = build_plan(query, resolver, self.spark.conf.get("spark.sql.session.timeZone") or "UTC",
                           tables=tables)
-        name_select_items(plan, lambda sql: self.runner.sql(sql, query).columns)  # count(*) is count(1), as in Spark
+        for one in (plan, plan.around.stage if plan.around is not None else None):
+            if one is not None:  # count(*) is count(1), as in Spark
+                name_select_items(one, lambda sql: self.runner.sql(sql, query).columns)
         return plan
 
     def sql(self, query: str) -> "DataFrame":

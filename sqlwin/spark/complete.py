@@ -112,6 +112,11 @@ def _lower_complete(plan: QueryPlan) -> LoweredQuery:
     if plan.plain_spark:
         # Nothing of sqlwin's: Spark runs the user's own text (sqlglot's rewriting of it is not always Spark's).
         return LoweredQuery(plan.sql, [])
+    if plan.around is not None:
+        # SQL around a windowed stage: the stage lowered as the whole statement would be (its windows formed
+        # as a replay's and a stream's are), the SQL around it over the stage's rows.
+        stage = _lower_complete(plan.around.stage)
+        return LoweredQuery(plan.around.outer_over(stage.sql), stage.strategies, stage.rejected_sql)
     ast = plan.ast.copy()
     nodes = {id(n): n for n in ast.find_all(WindowTVF)}
     originals = {id(w.node): w for w in plan.windows}

@@ -22,6 +22,7 @@ from sqlwin.spark.operator import TIMESTAMP, choose_runtime, value_kind, record_
 from sqlwin.spark.stateful import (RESULT_ORDER, STAGE_VIEW, UPSTREAM_ROW, StatefulQuery, chain_late, check_input_types,
                                    prepare_stateful)
 from sqlwin.sql.joins import describe_join
+from sqlwin.spark import around
 from sqlwin.sql.plan import QueryPlan, outer_query
 
 if t.TYPE_CHECKING:
@@ -46,6 +47,8 @@ def is_replay(plan: QueryPlan) -> bool:
 
 def run_replay(runner: "SparkRunner", plan: QueryPlan, late_row_struct: str | None = None) -> ReplayResult:
     """`late_row_struct`: a chain's second stage, whose late rows hold their row as one struct column."""
+    if plan.around is not None:
+        return _replay_around(runner, plan)
     if plan.propagation is not None:
         return _replay_chain(runner, plan)
     query = prepare_stateful(plan, "replay", runner.shuffle_partitions, spread=True, partial=True)
@@ -149,9 +152,21 @@ def _replay_chain(runner: "SparkRunner", plan: QueryPlan) -> ReplayResult:
     return result
 
 
+def _replay_around(runner: "SparkRunner", plan: QueryPlan) -> ReplayResult:
+    """The stage replays; the SQL around it runs over its results (spark/around.py)."""
+    stage = run_replay(runner, around.stage_plan(plan, "replay"))
+    result = around.outer_frame(runner.spark, plan.around, stage.result)
+    return ReplayResult(result, stage.late, stage.query, stage.batched, stage.ordered, stage.late_batched)
+
+
 def explain_replay(runner: "SparkRunner", plan: QueryPlan):
     """What `run_replay` runs, for explain: the engine path and why, and the Spark SQL around it."""
     from sqlwin.spark.complete import LoweredQuery
+
+    if plan.around is not None:
+        stage = explain_replay(runner, around.stage_plan(plan, "replay"))
+        return LoweredQuery(f"{stage.sql}\n  -- then, over the stage's results: {plan.around.outer_sql('<stage>')}",
+                            [*stage.strategies, around.describe(plan.around, "replay")])
 
     if plan.propagation is not None:
         inner = explain_replay(runner, runner.planner(plan.propagation.inner_sql))

@@ -461,7 +461,8 @@ def _require_aggregation(plan: QueryPlan, mode: str) -> WindowAggregation:
             f"The {mode} mode runs one windowed aggregation per query", where,
             "SELECT keys, window_start, window_end, aggregates FROM TUMBLE(...) GROUP BY keys, window_start, "
             "window_end EMIT ...; a windowed join (TUMBLE(...) l JOIN TUMBLE(...) r ON keys and window bounds); "
-            "an aggregation over such a result's window_time; further SQL over its result in a second query",
+            "an aggregation over such a result's window_time; any SQL around one of these in a subquery or CTE "
+            "(projections, filters, joins to tables, a window Top-N, an aggregation per window)",
             query=plan.sql)
     if agg.grouping_analytics is not None:
         raise SqlwinUnsupportedError(

@@ -38,6 +38,7 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 from sqlwin.errors import SqlwinError, SqlwinUnsupportedError, SqlwinUsageError
+from sqlwin.spark.around import describe as describe_around, outer_frame, stage_plan as around_stage
 from sqlwin.spark.connect import is_connect
 from sqlwin.spark.operator import (CARRIED, END_OF_INPUT, PACKED_SCHEMA, OperatorConfig, choose_runtime, clock_packer,
                                    pack_rows)
@@ -54,6 +55,7 @@ from sqlwin.sql.text import quote_identifier
 SOURCE_VIEW = "__sqlwin_source_"  # a stream's source is read through a view of this prefix, not its name
 
 if t.TYPE_CHECKING:
+    from sqlwin.sql.around import Around
     from pyspark.sql import DataFrame
     from pyspark.sql.streaming import StreamingQuery
 
@@ -89,6 +91,7 @@ class StreamingWindowQuery:
     inner: "Stage | None" = None  # a chain's first stage (its records reach the sink carried)
     restart: t.Any = field(default=None, repr=False)  # starts the query again (supervision: a failed worker start)
     supervisor: t.Any = field(default=None, repr=False)  # supervision.Supervisor: the checkpoint's lock, restarts
+    around: "Around | None" = None  # SQL around the window functions, run per micro-batch (spark/around.py)
 
     def refresh(self) -> None:
         """What the sink writer recorded, read back from the checkpoint. The writer runs where
@@ -332,6 +335,10 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
         frame.createOrReplaceTempView(quote_identifier(views[name]))
     read_twice = tuple(os.path.abspath(str(sources[name])) for name in sources if views[name] in malformed)
     plan = plan_of(query_text)
+    around = None
+    if plan.around is not None:  # SQL around the window functions: per micro-batch over the stage's results
+        around = plan.around
+        plan = around_stage(plan, "streaming", views.values())
     upstream = None
     if plan.propagation is not None:
         # AP-11: the inner windowed aggregation is the first stateful stage of the same stream; its
@@ -400,6 +407,7 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     output = _with_malformed(output, malformed, stateful, schema)
     handle = StreamingWindowQuery(None, sink, late_sink, checkpoint, buckets, stateful, clock,
                                   control_buckets=control_buckets, read_twice=read_twice, inner=inner, run_id=run_id)
+    handle.around = around
     handle.bucket_stats = _load_progress(checkpoint)
     writer = output.writeStream.foreachBatch(_sink_writer(stateful, handle)) \
         .option("checkpointLocation", str(Path(checkpoint) / "spark")) \
@@ -483,6 +491,11 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
     source has the same columns); nothing is started and no checkpoint is written."""
     from sqlwin.spark.complete import LoweredQuery
 
+    if plan.around is not None:
+        stage = explain_stream(runner, around_stage(plan, "streaming"), buckets)
+        return LoweredQuery(f"{stage.sql}\n  -- then, per micro-batch, over the stage's results: "
+                            f"{plan.around.outer_sql('<stage>')}",
+                            [*stage.strategies, describe_around(plan.around, "streaming")])
     if plan.propagation is not None:
         inner = explain_stream(runner, runner.planner(plan.propagation.inner_sql), buckets)
         return LoweredQuery(f"{inner.sql}\n  -- stage 2, over stage 1's results: {plan.sql}",
@@ -572,7 +585,8 @@ def _sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
         observation = Observation(f"sqlwin_{uuid.uuid4().hex}") if not is_connect(spark) else None
         if observation is not None:
             records_df = records_df.observe(observation, *_summary_columns())
-        cached = bool(handle.late_sink) or observation is None  # read twice: computed once
+        # read twice (the late rows; the SQL around the windows may read the results twice): computed once
+        cached = bool(handle.late_sink) or observation is None or handle.around is not None
         if cached:
             records_df = records_df.persist()
         name = f"__sqlwin_batch_{uuid.uuid4().hex[:12]}"
@@ -580,8 +594,11 @@ def _sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
             records_df.createOrReplaceTempView(name)
             typed = f"({stateful.typed_emissions_sql(name)})"
             result = spark.sql(stateful.result_sql(typed)).drop("__batch")
+            order = "__seq"
+            if handle.around is not None:  # the SQL around the windows, over this batch's results
+                result, order = outer_frame(spark, handle.around, result), None
             handle.result_schema = result.drop("__seq").schema
-            written = _write_batch(result, handle.sink, batch_id, order="__seq", shuffle=not cached)
+            written = _write_batch(result, handle.sink, batch_id, order=order, shuffle=not cached)
             summary = observation.get if observation is not None else \
                 records_df.agg(*_summary_columns()).first().asDict()
             rows_before = handle._total("rows")

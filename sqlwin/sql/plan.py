@@ -52,6 +52,7 @@ from sqlwin.ir import (  # noqa: F401 (the IR's types, re-exported: sqlwin.sql.p
     WatermarkSpec,
     Windower,
 )
+from sqlwin.sql.around import Around, recognise_around
 from sqlwin.sql.joins import WindowJoin, recognise_join
 from sqlwin.sql.text import identifier_name, quote_identifier
 
@@ -173,6 +174,7 @@ class QueryPlan:
     join: "WindowJoin | None" = None  # window functions joined per key and window (sql/joins.py)
     join_refusal: SqlwinError | None = None  # why window functions joined otherwise are not such a join
     propagation: Propagation | None = None  # an aggregation over another's windowed result (AP-11)
+    around: Around | None = None  # SQL around one windowed stage in a subquery or CTE (sql/around.py)
 
     @property
     def plain_spark(self) -> bool:
@@ -292,7 +294,18 @@ def mentions_sqlwin(sql: str) -> bool:
 
 def _build(sql: str, ast: exp.Expr, schema_of: SchemaLookup, time_zone: str = "UTC") -> QueryPlan:
     windows = [_guarded(_window_relation, node, sql, node, schema_of, time_zone) for node in ast.find_all(WindowTVF)]
-    return _guarded(_finish, ast, sql, sql, ast, windows)
+    plan = _guarded(_finish, ast, sql, sql, ast, windows)
+    if plan.around is not None:  # the stage's own plan, as if it were the whole statement
+        stage_sql = plan.around.stage_sql
+        try:
+            plan.around.stage = _build(stage_sql, parse_one(stage_sql), schema_of, time_zone)
+            plan.around.stage.time_zone = time_zone
+        except SqlwinError:
+            # The statement's own build bound every window function: what fails here is the stage's text
+            # read back. Without the split the statement runs as before (complete input) or is refused
+            # as one windowed aggregation (replay, stream).
+            plan.around = None
+    return plan
 
 
 def _guarded(build: t.Callable[..., t.Any], node: exp.Expr, sql: str, *args: t.Any) -> t.Any:
@@ -336,8 +349,14 @@ def _finish(sql: str, ast: exp.Expr, windows: list[WindowRelation]) -> QueryPlan
                           "FROM TUMBLE(...) l JOIN TUMBLE(...) r ON l.k = r.k AND l.window_start = r.window_start "
                           "AND l.window_end = r.window_end")
     propagation = _propagation(ast, windows)
-    return QueryPlan(sql, ast, windows, emit, late_into, _aggregation(ast, windows, propagation), emit_position,
-                     join=join, join_refusal=refusal, propagation=propagation)
+    aggregation = _aggregation(ast, windows, propagation)
+    around = None
+    if join is None and aggregation is None and propagation is None:
+        around = recognise_around(ast, windows, _node_position)
+        if around is not None and around.refusal is not None:
+            around.refusal.with_query(sql)
+    return QueryPlan(sql, ast, windows, emit, late_into, aggregation, emit_position,
+                     join=join, join_refusal=refusal, propagation=propagation, around=around)
 
 
 def _node_position(node: exp.Expr | None, text: str | None = None) -> Position | None:

@@ -1,0 +1,82 @@
+"""SQL around the windows in a replay or a stream (sqlwin/sql/around.py finds it): the stage runs
+through the window runtime as any stateful query does; the SQL around it runs as Spark SQL over
+the stage's results -- once over a replay's, per micro-batch over a stream's (in foreachBatch).
+
+That is the answer the whole statement gives over a finished table where every piece of the SQL
+around sees each window's results whole, in one micro-batch: `stage_plan` checks it and says why
+where it does not hold.
+"""
+
+from __future__ import annotations
+
+import typing as t
+import uuid
+
+from sqlglot import exp
+
+from sqlwin.errors import SqlwinUnsupportedError
+from sqlwin.sql.around import Around
+from sqlwin.sql.plan import QueryPlan
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+SYSTEM_COLUMNS = ("op", "firing", "emit_seq")  # a stage's results carry them; the SQL around reads the rest
+HIDDEN = ("__batch", "__seq")
+
+
+def stage_plan(plan: QueryPlan, mode: str, streams: t.Iterable[str] = ()) -> QueryPlan:
+    """The stage's own plan, after checking that the SQL around it runs per micro-batch with the
+    statement's answer. `streams`: the names (views) of a stream's sources, which the SQL around
+    the stage must not read (they are streams, not tables)."""
+    around = plan.around
+    if around.refusal is not None:
+        raise around.refusal
+    names = {s.lower() for s in streams}
+    for table in around.outer.find_all(exp.Table):
+        if table.name.lower() in names and not table.db:
+            raise SqlwinUnsupportedError(
+                "The SQL around the window functions reads a stream of the query: only the window functions read "
+                "streams, the SQL around their results reads tables", around.position,
+                "a window function over each stream (a windowed join: TUMBLE(...) l JOIN TUMBLE(...) r ON keys and "
+                "window bounds), or a table in place of the stream", query=plan.sql)
+    stage = around.stage
+    emit = stage.emit
+    join_complete = stage.join is not None and stage.join.emit_mode == "complete"
+    if not emit.is_final_only or emit.allowed_lateness or join_complete:
+        raise SqlwinUnsupportedError(
+            f"SQL around window functions reads each window's final result: in {mode} mode it runs over the results "
+            "as they fire, and with early, late or retracting firings a result is a change of an earlier one, "
+            "which a projection, a filter or a Top-N of the rows cannot see", plan.emit_position or around.position,
+            "EMIT FINAL (no ALLOWED LATENESS) with SQL around the windows; or the windowed query alone, whose "
+            "results carry op / firing / emit_seq, and the SQL around it over the sink's table", query=plan.sql)
+    if around.per_window is not None:
+        for relation in stage.windows:
+            if relation.partition_by and relation.watermark.scope != "stream":
+                raise SqlwinUnsupportedError(
+                    f"{around.per_window_text[0].upper()}{around.per_window_text[1:]} needs each window's results "
+                    "in one micro-batch: with a clock per key (PARTITION BY) the windows of different keys close "
+                    "in different micro-batches", around.per_window,
+                    "one clock for the stream (no PARTITION BY on the window function, or WITH (watermark_scope = "
+                    "'stream')), or a PARTITION BY of the SQL around that holds the window's keys", query=plan.sql)
+    return stage
+
+
+def outer_frame(spark: "SparkSession", around: Around, stage_results: "DataFrame") -> "DataFrame":
+    """The SQL around the stage over `stage_results` (a replay's result, a micro-batch's): the stage's
+    own columns only, as over a finished table (its firings are final: op / firing / emit_seq say
+    nothing more)."""
+    view = f"__sqlwin_around_{uuid.uuid4().hex[:12]}"
+    keep = [c for c in stage_results.columns if c not in SYSTEM_COLUMNS and c not in HIDDEN]
+    stage_results.select(*keep).createOrReplaceTempView(view)
+    return spark.sql(around.outer_sql(view))
+
+
+def describe(around: Around, mode: str) -> str:
+    """explain: which part runs where."""
+    when = "over the replay's results, once" if mode == "replay" else \
+        "per micro-batch, in foreachBatch, over the batch's results of the stage"
+    per_window = f" ({around.per_window_text}: each window's results are whole in one micro-batch, " \
+                 "one clock for the stream closing it in every bucket at once)" if around.per_window else ""
+    return (f"around: the window functions in {around.name} are the stateful stage; the SQL around their results "
+            f"runs as Spark SQL {when}{per_window}: {around.outer_sql('<stage results>')}")

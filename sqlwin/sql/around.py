@@ -1,0 +1,302 @@
+"""SQL around the windows: a query whose window functions sit in one subquery or CTE (the *stage*),
+and whose other SQL reads that stage's results (issue 23, item 1).
+
+    SELECT auction, num FROM (
+        SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY num DESC) AS rn
+        FROM (SELECT auction, window_start, window_end, count(*) AS num
+              FROM TUMBLE(TABLE bid, DESCRIPTOR(ts), INTERVAL 10 SECONDS)
+              GROUP BY auction, window_start, window_end) w)
+    WHERE rn <= 3
+
+The stage is one stateful stage (a windowed aggregation, a windowed join, or a chain of two); the
+rest -- projections, CASE, filters on window columns, joins to static tables, UNION ALL, a window
+Top-N, an aggregation per window -- is Spark SQL that replay and streaming run over the stage's
+results: once over a replay's, per micro-batch over a stream's. Over a finished table the whole
+statement is Spark SQL and none of this applies.
+
+Per micro-batch is the same answer as over the whole result only where each piece of SQL sees a
+window's results whole: EMIT FINAL (each window's row once, final), and, for a piece that combines
+rows (GROUP BY, a window function, DISTINCT, a join of two results), rows of one window only --
+partitioned by window_start and window_end -- under one clock for the stream, which closes a
+window in every bucket in the same micro-batch. This module finds the stage and the pieces; the
+lowering (spark/replay.py, spark/streaming.py) checks the clock against the stage's own plan.
+"""
+
+from __future__ import annotations
+
+import typing as t
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from sqlwin.errors import Position, SqlwinError, SqlwinUnsupportedError
+from sqlwin.sql.dialect import SqlwinDialect, WindowTVF
+
+STAGE_MARKER = "__sqlwin_stage_results"  # the stage's results in the outer query, until a view replaces it
+
+
+@dataclass
+class Around:
+    """The stage and the SQL around it."""
+
+    stage_sql: str  # the stage alone, with the CTEs before it and the statement's EMIT / LATE ROWS INTO
+    outer: exp.Expr  # the statement with the stage read from STAGE_MARKER, without EMIT / LATE ROWS INTO
+    name: str  # the stage's name in the statement (its CTE or its subquery's alias), for explain
+    position: Position | None
+    # The first piece of SQL that combines rows of a window (a Top-N, an aggregation per window, a
+    # join of two results on their windows): exact per micro-batch only under one clock for the stream.
+    per_window: Position | None = None
+    per_window_text: str = ""
+    refusal: SqlwinError | None = None  # why replay and streaming cannot run the SQL around the stage
+    stage: t.Any = None  # the stage's own QueryPlan (sql/plan.py builds it)
+
+    def outer_sql(self, view: str) -> str:
+        """The SQL around the stage, reading the stage's results from `view` (Spark SQL)."""
+        ast = self.outer.copy()
+        for table in ast.find_all(exp.Table):
+            if table.name == STAGE_MARKER and not table.db:
+                table.replace(exp.to_table(view).as_(table.alias_or_name) if table.alias else exp.to_table(view))
+        return ast.sql(dialect="spark")
+
+    def outer_over(self, stage_sql: str) -> str:
+        """The SQL around the stage, reading the stage from `stage_sql` (a query in Spark SQL) in place."""
+        return self.outer_sql(STAGE_MARKER).replace(STAGE_MARKER, f"({stage_sql})")
+
+
+def recognise_around(ast: exp.Expr, windows: list, position_of: t.Callable[..., Position | None]) -> Around | None:
+    """The stage and the SQL around it, or None where the statement has no such split (its window
+    functions are the top-level query itself, or in several different places)."""
+    if not windows or not isinstance(ast, (exp.Select, exp.SetOperation)):
+        return None
+    with_ = ast.args.get("with_")
+    ctes = list(with_.expressions) if with_ is not None else []
+    # A stage: a SELECT straight FROM a window function, in a subquery of FROM / JOIN or a CTE.
+    stages = [s for s in ast.find_all(exp.Select)
+              if isinstance((s.args.get("from_") or exp.From()).this, WindowTVF)
+              and not any(isinstance(p, WindowTVF) for p in _ancestors(s))]
+    if not stages or any(s is ast for s in stages):
+        return None
+    wrappers = [s.parent for s in stages]
+    if not all(isinstance(w, exp.CTE) or (isinstance(w, exp.Subquery) and isinstance(w.parent, (exp.From, exp.Join)))
+               for w in wrappers):
+        return None
+    # A CTE stage read by another stage's window function is the inner query of a chain: part of it.
+    read_by_tvf = {t.name.lower() for s in stages for tvf in [s.args["from_"].this]
+                   for t in tvf.find_all(exp.Table) if not t.db}
+    outermost = [w for w in wrappers if not (isinstance(w, exp.CTE) and w.alias_or_name.lower() in read_by_tvf)]
+    inner_ctes = {w.alias_or_name.lower() for w in wrappers if isinstance(w, exp.CTE)} - \
+        {w.alias_or_name.lower() for w in outermost if isinstance(w, exp.CTE)}
+    covered = {id(n) for w in wrappers for n in w.find_all(WindowTVF)}
+    if any(id(w.node) not in covered for w in windows) or not outermost:
+        return None
+    if len(outermost) > 1 and any(isinstance(w, exp.CTE) for w in outermost):
+        return None
+    # Copies of one windowed aggregation that differ only in what they select (Nexmark q5 as Flink
+    # writes it) are one stage selecting every item of each; each copy then selects its own.
+    items = _merged_items([w.this for w in outermost])
+    if items is None:
+        return None  # windowed subqueries that differ: more than one stage
+    first = outermost[0]
+    outer = ast.copy()
+    if isinstance(first, exp.CTE):
+        name = first.alias_or_name
+        index = next(i for i, c in enumerate(ctes) if c is first)
+        before = ctes[:index]
+        marker = exp.CTE(this=exp.select("*").from_(STAGE_MARKER), alias=exp.TableAlias(this=exp.to_identifier(name)))
+        kept = [marker if c is first else c.copy() for c in ctes if c.alias_or_name.lower() not in inner_ctes]
+        outer.set("with_", exp.With(expressions=kept))
+    else:
+        name = first.alias_or_name or "the windowed subquery"
+        before = ctes
+        copies = list(outer.find_all(exp.Subquery))
+        for original, copy in zip(list(ast.find_all(exp.Subquery)), copies):
+            if any(original is w for w in outermost):
+                names = [exp.column(e.alias_or_name, quoted=True) for e in original.this.expressions]
+                copy.set("this", exp.select(*names).from_(STAGE_MARKER) if len(outermost) > 1
+                         else exp.select("*").from_(STAGE_MARKER))
+        if inner_ctes:
+            kept = [c.copy() for c in ctes if c.alias_or_name.lower() not in inner_ctes]
+            outer.set("with_", exp.With(expressions=kept) if kept else None)
+    # the chain's inner CTEs are read by the stage only
+    readers = outer.copy()
+    if any(t.name.lower() in inner_ctes and not t.db for t in readers.find_all(exp.Table)):
+        return None
+    for key in ("emit", "late_into"):
+        outer.set(key, None)
+    stage = first.this.copy()
+    stage.set("alias", None)
+    stage.set("expressions", [e.copy() for e in items])
+    for key in ("emit", "late_into"):
+        if ast.args.get(key) is not None:
+            stage.set(key, ast.args[key].copy())
+    prefix = f"WITH {', '.join(c.sql(dialect=SqlwinDialect) for c in before)} " if before else ""
+    around = Around(prefix + stage.sql(dialect=SqlwinDialect), outer, name, position_of(first.this))
+    _check_outer(around, stage, position_of)
+    return around
+
+
+def _merged_items(bodies: list[exp.Expr]) -> list[exp.Expr] | None:
+    """The select items of copies of one stage, each output name once; None where the copies
+    differ in more than their items, or give one name to two expressions."""
+    cores = set()
+    for body in bodies:
+        core = body.copy()
+        core.set("expressions", [exp.Star()])
+        cores.add(_text(core))
+    if len(cores) != 1:
+        return None
+    merged: dict[str, exp.Expr] = {}
+    for body in bodies:
+        for item in body.expressions:
+            if isinstance(item, exp.Star) or not item.alias_or_name:
+                if len(bodies) > 1:
+                    return None
+                return list(body.expressions)
+            name = item.alias_or_name.lower()
+            if name in merged and _text(merged[name]) != _text(item):
+                return None
+            merged.setdefault(name, item)
+    return list(merged.values())
+
+
+def _ancestors(node: exp.Expr) -> t.Iterator[exp.Expr]:
+    parent = node.parent
+    while parent is not None:
+        yield parent
+        parent = parent.parent
+
+
+def _text(node: exp.Expr) -> str:
+    copy = node.copy()
+    copy.set("alias", None)
+    return copy.sql(dialect=SqlwinDialect)
+
+
+# -- what the SQL around the stage does ------------------------------------------------
+
+
+def _bounds(stage: exp.Expr) -> tuple[set[str], set[str]]:
+    """The names the stage gives window_start and window_end in its results."""
+    starts, ends = set(), set()
+    selects = [stage] if isinstance(stage, exp.Select) else list(stage.find_all(exp.Select))[:1]
+    for select in selects:
+        for item in select.expressions:
+            inner = item.this if isinstance(item, exp.Alias) else item
+            if isinstance(inner, exp.Star):
+                starts.add("window_start")
+                ends.add("window_end")
+            elif isinstance(inner, exp.Column) and inner.name.lower() in ("window_start", "window_end"):
+                (starts if inner.name.lower() == "window_start" else ends).add(item.alias_or_name.lower())
+    return starts, ends
+
+
+def _check_outer(around: Around, stage: exp.Expr, position_of: t.Callable[..., Position | None]) -> None:
+    """Find the pieces of the SQL around the stage that combine rows, and any that no micro-batch
+    can compute alone (they keep state across batches): the first such is the Around's refusal."""
+    outer = around.outer
+    starts, ends = _bounds(stage)
+    derived = {STAGE_MARKER.lower()}
+    with_ = outer.args.get("with_")
+    if with_ is not None:  # CTEs reading the stage are its results too
+        for cte in with_.expressions:
+            if any(t.name.lower() in derived for t in cte.this.find_all(exp.Table)):
+                derived.add(cte.alias_or_name.lower())
+
+    def reads_stage(node: exp.Expr) -> bool:
+        return any(t.name.lower() in derived and not t.db for t in node.find_all(exp.Table))
+
+    # window bounds renamed on the way (`window_start AS ws`) keep being window bounds
+    for select in outer.find_all(exp.Select):
+        if reads_stage(select):
+            for item in select.expressions:
+                if isinstance(item, exp.Alias) and isinstance(item.this, exp.Column):
+                    name = item.this.name.lower()
+                    if name in starts:
+                        starts.add(item.alias.lower())
+                    if name in ends:
+                        ends.add(item.alias.lower())
+
+    def per_window(columns: t.Iterable[exp.Expr]) -> bool:
+        names = {c.name.lower() for c in columns if isinstance(c, exp.Column)}
+        return bool(names & starts) and bool(names & ends)
+
+    def refuse(message: str, node: exp.Expr, hint: str) -> None:
+        if around.refusal is None:
+            around.refusal = SqlwinUnsupportedError(message, position_of(node), hint)
+
+    def combines(node: exp.Expr, what: str) -> None:
+        if around.per_window is None:
+            around.per_window, around.per_window_text = position_of(node), what
+
+    per_window_hint = ("a GROUP BY, PARTITION BY or join condition with both window_start and window_end of the "
+                       "window results (as a window Top-N: ROW_NUMBER() OVER (PARTITION BY window_start, window_end "
+                       "ORDER BY ...) <= N)")
+    for node in outer.walk():
+        if isinstance(node, exp.SetOperation) and reads_stage(node) and node.args.get("distinct"):
+            refuse(f"{node.key.upper()} without ALL removes duplicates across every micro-batch's window results: "
+                   "it would keep every row it has seen", node, "UNION ALL")
+        if not isinstance(node, exp.Select) or not reads_stage(node):
+            continue
+        group = node.args.get("group")
+        aggregates = [a for e in node.expressions for a in e.find_all(exp.AggFunc)
+                      if not any(isinstance(p, exp.Window) for p in _up_to(a, e))]
+        if group is not None or aggregates or node.args.get("having") is not None:
+            keys = list(group.expressions) if group is not None else []
+            if per_window(keys):
+                combines(group, "an aggregation per window")
+            else:
+                where = group if group is not None else (aggregates[0] if aggregates else node)
+                refuse("An aggregation over a stream's window results that is not per window keeps state across "
+                       "micro-batches", where,
+                       "GROUP BY window_start, window_end (and keys) over the window results, or a windowed "
+                       "aggregation over them: FROM TUMBLE(TABLE (...), DESCRIPTOR(window_time), ...)",
+                       )
+        if node.args.get("distinct") is not None:
+            if per_window(node.expressions):
+                combines(node, "SELECT DISTINCT per window")
+            else:
+                refuse("SELECT DISTINCT over a stream's window results without their window columns keeps every "
+                       "row it has seen", node.expressions[0], "SELECT DISTINCT with window_start and window_end")
+        for window in node.find_all(exp.Window):
+            if not _in_select(window, node):
+                continue
+            if per_window(window.args.get("partition_by") or []):
+                combines(window, "a window Top-N (a window function per window)")
+            else:
+                refuse("A window function over a stream's window results must be partitioned by their window: "
+                       "other rows come in other micro-batches", window, per_window_hint)
+        for join in node.args.get("joins") or []:
+            if reads_stage(join.this) and reads_stage(node.args["from_"]):
+                condition = join.args.get("on")
+                equal = [c for c in (condition.find_all(exp.EQ) if condition is not None else [])]
+                columns = [side for eq in equal for side in (eq.this, eq.expression)]
+                if per_window(columns):
+                    combines(join, "a join of window results on their windows")
+                else:
+                    refuse("Two window results joined other than on their windows: rows of other windows come in "
+                           "other micro-batches", join, "ON a.window_start = b.window_start AND "
+                           "a.window_end = b.window_end")
+        for key in ("order", "limit", "offset"):
+            if node.args.get(key) is not None:
+                refuse("ORDER BY / LIMIT over a stream's window results: results come per micro-batch",
+                       node.args[key], "ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY ...) <= N "
+                       "for the first N of each window; order the sink's table when reading it")
+
+
+def _up_to(node: exp.Expr, root: exp.Expr) -> t.Iterator[exp.Expr]:
+    parent = node.parent
+    while parent is not None and parent is not root:
+        yield parent
+        parent = parent.parent
+    if parent is root:
+        yield root
+
+
+def _in_select(node: exp.Expr, select: exp.Select) -> bool:
+    """`node` belongs to `select` itself, not to a subquery inside it."""
+    parent = node.parent
+    while parent is not None and parent is not select:
+        if isinstance(parent, exp.Select):
+            return False
+        parent = parent.parent
+    return parent is select

@@ -1,0 +1,238 @@
+"""Issue 23, item 1 and 2: SQL around the window functions in every mode.
+
+A windowed stage in a subquery or CTE, and around it projections, CASE, filters on window columns,
+a join to a static table, UNION ALL, a window Top-N / deduplication, an aggregation per window, a
+join with each window's maximum (Nexmark q5 as Flink writes it). Over a finished table it is all
+Spark SQL; in a replay and a stream the stage runs through the window runtime and the SQL around
+it over the stage's results (per micro-batch in a stream).
+
+* Differential: random queries of that grammar over random events. With every row on time,
+  complete input = replay = stream; with late rows, replay = stream (results and late rows).
+* Flink's documentation example of a window Top-N, with Flink's documented result.
+* What a stream cannot compute per micro-batch is refused with a position and the reason.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from collections import Counter
+
+import pytest
+
+from sqlwin.errors import SqlwinUnsupportedError
+
+T0 = dt.datetime(2024, 1, 1)
+KEYS = ("a", "b", "c", "d", "e")
+
+
+def events(seed: int, rows: int, late: bool):
+    """(k, ts, v, off, batch): arrival order `off`, 40 rows a batch. On time: arrival in time order
+    (no row is late); else about one row in six arrives a few minutes behind the stream."""
+    rng = random.Random(seed)
+    data = sorted(((rng.choice(KEYS), T0 + dt.timedelta(seconds=rng.randrange(3600)), rng.randrange(1, 20))
+                   for _ in range(rows)), key=lambda r: r[1])
+    if late:
+        order = sorted(range(len(data)), key=lambda i: i + (rng.randrange(15, 60) if rng.random() < 0.17 else 0))
+        data = [data[i] for i in order]
+    return [(k, ts, v, off, off // 40) for off, (k, ts, v) in enumerate(data)]
+
+
+def window_function(window: str, arrival: bool) -> str:
+    options = " WITH (arrival_order = off, arrival_batch = batch)" if arrival else ""
+    return {
+        "tumble": "TUMBLE(TABLE {t}, DESCRIPTOR(ts), INTERVAL 10 MINUTES)",
+        "hop": "HOP(TABLE {t}, DESCRIPTOR(ts), INTERVAL 5 MINUTES, INTERVAL 10 MINUTES)",
+        "cumulate": "CUMULATE(TABLE {t}, DESCRIPTOR(ts), INTERVAL 5 MINUTES, INTERVAL 15 MINUTES)",
+        "session": "SESSION(TABLE {t}, DESCRIPTOR(ts), INTERVAL 4 MINUTES)",
+    }[window].format(t=f"ev WATERMARK ts DELAY OF INTERVAL 2 MINUTES{options}")
+
+
+def stage(window: str, arrival: bool, having: bool, where: bool) -> str:
+    function = window_function(window, arrival)
+    return (f"SELECT k, window_start, window_end, count(*) AS n, sum(v) AS s, max(v) AS mx FROM {function}"
+            + (" WHERE v > 2" if where else "") + " GROUP BY k, window_start, window_end"
+            + (" HAVING count(*) > 1" if having else ""))
+
+
+AROUND = {
+    "project": "SELECT k, window_start, window_end, n * 10 + 1 AS n10, CASE WHEN s > 30 THEN 'big' ELSE 'small' END "
+               "AS size FROM ({stage}) w WHERE window_end > TIMESTAMP '2024-01-01 00:20:00' AND mx > 3",
+    "top_n": "SELECT k, window_start, window_end, s FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, "
+             "window_end ORDER BY s DESC, k) AS rn FROM ({stage}) w) WHERE rn <= 2",
+    "dedup": "SELECT window_start, window_end, k AS first_key FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY "
+             "window_start, window_end ORDER BY k) AS rn FROM ({stage}) w) WHERE rn = 1",
+    "per_window": "SELECT window_start, window_end, count(*) AS keys, sum(n) AS total, max(s) AS top FROM ({stage}) w "
+                  "GROUP BY window_start, window_end",
+    "grouping_sets": "SELECT window_start, window_end, size, count(*) AS keys, sum(n) AS total FROM (SELECT *, "
+                     "CASE WHEN n > 2 THEN 'many' ELSE 'few' END AS size FROM ({stage}) w) "
+                     "GROUP BY window_start, window_end, GROUPING SETS ((size), ())",
+    "dimension": "SELECT w.k, d.label, w.window_start, w.n FROM ({stage}) w LEFT JOIN around_dim d ON w.k = d.k",
+    "union_all": "SELECT k, window_start, n, 'few' AS kind FROM ({stage}) a WHERE n < 3 "
+                 "UNION ALL SELECT k, window_start, n, 'many' AS kind FROM ({stage}) b WHERE n >= 3",
+    "max_join": "WITH w AS ({stage}) SELECT w.k, w.window_start, w.window_end, w.n FROM w JOIN (SELECT window_start "
+                "AS ws, window_end AS we, max(n) AS top FROM w GROUP BY window_start, window_end) m "
+                "ON w.window_start = m.ws AND w.window_end = m.we AND w.n = m.top",
+    # Nexmark q5 exactly as Flink writes it: two copies of one windowed aggregation, selecting
+    # different columns (one stage), joined on the windows with their maximum
+    "flink_q5": "SELECT AuctionBids.k, AuctionBids.num FROM (SELECT k, count(*) AS num, window_start AS starttime, "
+                "window_end AS endtime FROM {function} GROUP BY k, window_start, window_end) AS AuctionBids "
+                "JOIN (SELECT max(CountBids.num) AS maxn, CountBids.starttime, CountBids.endtime FROM ("
+                "SELECT count(*) AS num, window_start AS starttime, window_end AS endtime FROM {function} "
+                "GROUP BY k, window_start, window_end) AS CountBids GROUP BY CountBids.starttime, CountBids.endtime"
+                ") AS MaxBids ON AuctionBids.starttime = MaxBids.starttime AND AuctionBids.endtime = MaxBids.endtime "
+                "AND AuctionBids.num >= MaxBids.maxn",
+}
+
+
+def query(shape: str, window: str, arrival: bool, having: bool = False, where: bool = False) -> str:
+    return AROUND[shape].replace("{stage}", stage(window, arrival, having, where)) \
+        .replace("{function}", window_function(window, arrival))
+
+
+def cases(seed: int = 23, count: int = 9):
+    """Every shape once, each with a random window kind, HAVING and WHERE in the stage."""
+    rng = random.Random(seed)
+    shapes = list(AROUND)
+    rng.shuffle(shapes)
+    return [(shape, rng.choice(["tumble", "hop", "cumulate", "session"]), rng.random() < 0.4, rng.random() < 0.3)
+            for shape in shapes[:count]]
+
+
+@pytest.fixture(scope="module")
+def tables(spark):
+    from pyspark.sql import Row  # noqa: F401
+
+    spark.createDataFrame([("a", "alpha"), ("b", "beta"), ("c", "gamma")], "k STRING, label STRING") \
+        .createOrReplaceTempView("around_dim")
+    schema = "k STRING, ts TIMESTAMP, v INT, off INT, batch INT"
+    return {kind: spark.createDataFrame(events(7 if kind == "on_time" else 8, 160, kind == "late"), schema)
+            for kind in ("on_time", "late")}
+
+
+def rows(frame) -> Counter:
+    return Counter(tuple(r) for r in frame.collect())
+
+
+def fed_rows(fed) -> Counter:
+    return Counter(fed.rows)
+
+
+@pytest.mark.parametrize("shape,window,having,where", cases())
+def test_every_mode_gives_the_complete_answer(sw, spark, tables, tmp_path, shape, window, having, where):
+    """Every row on time: complete input (Spark SQL over the whole statement) = replay = stream."""
+    from sqlwin.testing import feed_stream
+
+    tables["on_time"].createOrReplaceTempView("ev")
+    complete = rows(sw.sql(query(shape, window, False, having, where)))
+    assert complete, "the case must have results to compare"
+    replay = rows(sw.sql(query(shape, window, True, having, where)))
+    assert replay == complete, f"{shape}/{window}: replay differs from complete input"
+    fed = feed_stream(sw, query(shape, window, False, having, where), tables["on_time"], "ev", "batch", "off",
+                      workdir=str(tmp_path))
+    assert fed_rows(fed) == complete, f"{shape}/{window}: the stream differs from complete input"
+
+
+@pytest.mark.parametrize("shape,window", [("top_n", "tumble"), ("max_join", "hop"), ("per_window", "session")])
+def test_late_rows_replay_equals_stream(sw, spark, tables, tmp_path, shape, window):
+    """Rows arriving late: the replay and the stream agree on the results and on the late rows,
+    which the stage routes (LATE ROWS INTO)."""
+    from sqlwin.testing import feed_stream
+
+    tables["late"].createOrReplaceTempView("ev")
+    text = query(shape, window, True) + " EMIT FINAL LATE ROWS INTO around_late"
+    replay = rows(sw.sql(text))
+    replay_late = Counter(tuple(r)[:3] for r in spark.table("around_late").collect())
+    assert replay_late, "the case must have late rows"
+    complete = rows(sw.sql(query(shape, window, False)))
+    assert replay != complete, "late rows must change the answer, or the case tests nothing"
+    fed = feed_stream(sw, query(shape, window, False) + " EMIT FINAL LATE ROWS INTO around_late",
+                      tables["late"], "ev", "batch", "off", workdir=str(tmp_path), late=True)
+    assert fed_rows(fed) == replay
+    assert Counter(r[:3] for r in fed.late_rows) == replay_late
+
+
+# -- Flink's documentation: Window Top-N ---------------------------------------------------------
+
+FLINK_BIDS = [  # docs/dev/table/sql/queries/window-topn.md, the Bid table
+    ("2020-04-15 08:05", 4.00, "A", "supplier1"), ("2020-04-15 08:06", 4.00, "C", "supplier2"),
+    ("2020-04-15 08:07", 2.00, "G", "supplier1"), ("2020-04-15 08:08", 2.00, "B", "supplier3"),
+    ("2020-04-15 08:09", 5.00, "D", "supplier4"), ("2020-04-15 08:11", 2.00, "B", "supplier3"),
+    ("2020-04-15 08:13", 1.00, "E", "supplier1"), ("2020-04-15 08:15", 3.00, "H", "supplier2"),
+    ("2020-04-15 08:17", 6.00, "F", "supplier5"),
+]
+
+FLINK_TOP3 = [  # Flink's documented result: top 3 suppliers by price of each 10-minute window
+    ("2020-04-15 08:00", "2020-04-15 08:10", "supplier1", 6.0, 2, 1),
+    ("2020-04-15 08:00", "2020-04-15 08:10", "supplier4", 5.0, 1, 2),
+    ("2020-04-15 08:00", "2020-04-15 08:10", "supplier2", 4.0, 1, 3),
+    ("2020-04-15 08:10", "2020-04-15 08:20", "supplier5", 6.0, 1, 1),
+    ("2020-04-15 08:10", "2020-04-15 08:20", "supplier2", 3.0, 1, 2),
+    ("2020-04-15 08:10", "2020-04-15 08:20", "supplier3", 2.0, 1, 3),
+]
+
+
+def flink_top3(arrival: str) -> str:
+    return f"""SELECT *
+  FROM (
+    SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY price DESC) as rownum
+    FROM (
+      SELECT window_start, window_end, supplier_id, SUM(price) as price, COUNT(*) as cnt
+      FROM TUMBLE(TABLE Bid{arrival}, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES)
+      GROUP BY window_start, window_end, supplier_id
+    )
+  ) WHERE rownum <= 3"""
+
+
+def test_flink_window_top_n_in_every_mode(sw, spark, tmp_path):
+    from sqlwin.testing import feed_stream
+
+    parse = lambda s: dt.datetime.strptime(s, "%Y-%m-%d %H:%M")  # noqa: E731
+    bids = spark.createDataFrame([(parse(t), p, i, s, n) for n, (t, p, i, s) in enumerate(FLINK_BIDS)],
+                                 "bidtime TIMESTAMP, price DOUBLE, item STRING, supplier_id STRING, off INT")
+    bids.createOrReplaceTempView("Bid")
+    expected = sorted((parse(a), parse(b), s, p, c, r) for a, b, s, p, c, r in FLINK_TOP3)
+    assert sorted(tuple(r) for r in sw.sql(flink_top3("")).collect()) == expected
+    replayed = sw.sql(flink_top3(" WITH (arrival_order = off)"))
+    assert sorted(tuple(r) for r in replayed.collect()) == expected
+    fed = feed_stream(sw, flink_top3(""), bids, "Bid", None, "off", workdir=str(tmp_path))
+    assert sorted(fed.rows) == expected
+    assert [f.name for f in fed.schema.fields] == ["window_start", "window_end", "supplier_id", "price", "cnt",
+                                                   "rownum"]
+
+
+# -- what a stream cannot compute per micro-batch ------------------------------------------------
+
+REFUSED = [
+    ("SELECT k, sum(n) FROM ({stage}) w GROUP BY k", "not per window keeps state", "GROUP BY k"),
+    ("SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY n) AS rn FROM ({stage}) w) WHERE rn = 1",
+     "must be partitioned by their window", "ROW_NUMBER() OVER (PARTITION BY k ORDER BY n)"),
+    ("SELECT DISTINCT k FROM ({stage}) w", "SELECT DISTINCT", "k"),
+    ("SELECT * FROM ({stage}) w ORDER BY n", "ORDER BY / LIMIT", "ORDER BY n"),
+    ("SELECT k FROM ({stage}) a UNION SELECT k FROM ({stage}) b", "UNION without ALL", None),
+]
+
+
+@pytest.mark.parametrize("text,message,caret", REFUSED)
+def test_refused_with_the_reason(sw, tables, text, message, caret):
+    tables["on_time"].createOrReplaceTempView("ev")
+    statement = text.replace("{stage}", stage("tumble", True, False, False))
+    with pytest.raises(SqlwinUnsupportedError) as err:
+        sw.sql(statement)
+    assert message in err.value.message
+    if caret is not None:
+        assert err.value.position is not None and err.value.position.text.startswith(caret.split()[0])
+    sw.sql(text.replace("{stage}", stage("tumble", False, False, False))).collect()  # complete input runs it
+
+
+def test_early_firings_and_a_clock_per_key_refused(sw, tables):
+    tables["on_time"].createOrReplaceTempView("ev")
+    early = query("project", "tumble", True) + " EMIT EARLY EVERY 2 ROWS"
+    with pytest.raises(SqlwinUnsupportedError, match="final result"):
+        sw.sql(early)
+    per_key = query("top_n", "tumble", True).replace("TABLE ev WATERMARK", "TABLE ev PARTITION BY k WATERMARK")
+    with pytest.raises(SqlwinUnsupportedError, match="clock per key") as err:
+        sw.sql(per_key)
+    assert err.value.position is not None
+    # a projection over a clock per key is row by row: it runs
+    sw.sql(query("project", "tumble", True).replace("TABLE ev WATERMARK", "TABLE ev PARTITION BY k WATERMARK")).collect()
