@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sqlwin.errors import Position, SqlwinError
+from sqlwin.sql import scan
 
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -60,94 +61,22 @@ class Statement:
     column: int
 
 
-@dataclass
-class _Scan:
-    statements: list[Statement]
-    complete: bool  # the text's last statement ended at `;`, and no quote or comment is open
-    open: bool      # the text ends inside a quote or a /* */ comment
-
-
 def split_statements(script: str) -> list[Statement]:
     """The statements of `script`, split at each `;` that is not inside a quoted string, a
     backquoted name or a comment (`-- ...`, `/* ... */`, nested as Spark nests them). The text
     after the last `;` is a statement too, as spark-sql runs it."""
-    return _scan(script).statements
+    found = []
+    for start, end in scan.statements(script):
+        line = script.count("\n", 0, start) + 1
+        column = start - (script.rfind("\n", 0, start) + 1) + 1
+        found.append(Statement(script[start:end].rstrip(), line, column))
+    return found
 
 
 def statement_complete(text: str) -> bool:
     """Whether the lines typed so far end a statement: a `;` outside quotes and comments, and
     nothing but whitespace or comments after it."""
-    return _scan(text).complete
-
-
-def _scan(script: str) -> _Scan:
-    statements: list[Statement] = []
-    start: int | None = None  # index of the current statement's first significant character
-    quote: str | None = None  # ', " or ` while inside one
-    depth = 0  # nesting of /* */ comments
-    raw = False  # the open quote is a raw string (r'...')
-    i, n = 0, len(script)
-    ended_at_semicolon = False
-
-    def close(end: int) -> None:
-        nonlocal start
-        if start is not None:
-            text = script[start:end].rstrip()
-            line = script.count("\n", 0, start) + 1
-            column = start - (script.rfind("\n", 0, start) + 1) + 1
-            statements.append(Statement(text, line, column))
-        start = None
-
-    while i < n:
-        ch = script[i]
-        if quote:
-            if ch == "\\" and quote != "`" and not raw:
-                i += 2  # an escaped character, the quote included
-                continue
-            if ch == quote:
-                if quote == "`" and script.startswith("``", i):
-                    i += 2  # a doubled backquote inside a quoted name
-                    continue
-                quote = None
-            i += 1
-            continue
-        if depth:
-            if script.startswith("*/", i):
-                depth -= 1
-                i += 2
-            elif script.startswith("/*", i):
-                depth += 1
-                i += 2
-            else:
-                i += 1
-            continue
-        if script.startswith("--", i):
-            newline = script.find("\n", i)
-            i = n if newline < 0 else newline + 1
-            continue
-        if script.startswith("/*", i):
-            depth = 1
-            i += 2
-            continue
-        if ch == ";":
-            close(i)
-            ended_at_semicolon = True
-            i += 1
-            continue
-        if ch.isspace():
-            i += 1
-            continue
-        if start is None:
-            start = i
-        ended_at_semicolon = False
-        if ch in "'\"`":
-            quote = ch
-            # r'...' is a raw string: a backslash escapes nothing.
-            raw = i > 0 and script[i - 1] in "rR" and (i < 2 or not (script[i - 2].isalnum() or script[i - 2] == "_"))
-        i += 1
-    is_open = quote is not None or depth > 0
-    close(n)
-    return _Scan(statements, ended_at_semicolon and not is_open, is_open)
+    return scan.ends_statement(text)
 
 
 def one_line(text: str) -> str:
@@ -156,31 +85,11 @@ def one_line(text: str) -> str:
     if "\n" not in text:
         return text
     out: list[str] = []
-    quote: str | None = None
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if quote:
-            out.append(ch)
-            if ch == "\\" and quote != "`" and i + 1 < n:
-                out.append(text[i + 1])
-                i += 2
-                continue
-            if ch == quote:
-                quote = None
-            i += 1
+    for span in scan.spans(text):
+        piece = text[span.start:span.end]
+        if span.kind == scan.COMMENT and piece.startswith("--"):
             continue
-        if text.startswith("--", i):
-            newline = text.find("\n", i)
-            i = n if newline < 0 else newline
-            continue
-        if ch == "\n":
-            out.append(" ")
-        else:
-            out.append(ch)
-            if ch in "'\"`":
-                quote = ch
-        i += 1
+        out.append(piece if span.kind in (scan.STRING, scan.IDENTIFIER) else piece.replace("\n", " "))
     return "".join(out).strip()
 
 
@@ -308,11 +217,10 @@ class Shell:
             return "exit"
         lines.append(line)
         text = "\n".join(lines)
-        scan = _scan(text)
-        if not scan.statements and not scan.open:
+        if not scan.statements(text) and scan.unclosed(text) is None:
             lines.clear()  # only blank lines or comments so far
             return None
-        if not scan.complete:
+        if not scan.ends_statement(text):
             return None
         lines.clear()
         if readline:

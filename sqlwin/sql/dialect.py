@@ -34,6 +34,7 @@ from sqlglot.parsers.spark import SparkParser
 from sqlglot.tokens import Token, TokenType
 
 from sqlwin.errors import Position, SqlwinError, SqlwinSyntaxError
+from sqlwin.sql.scan import COMMENT, Span, unclosed
 
 E = t.TypeVar("E", bound=exp.Expr)
 
@@ -640,15 +641,15 @@ def parse(sql: str) -> list[exp.Expr]:
 
 
 def _parse(sql: str) -> tuple[list[exp.Expr], list[Token]]:
-    unclosed = _unclosed(sql)
-    if unclosed is not None and unclosed[0] == "comment":
+    open_span = unclosed(sql)
+    if open_span is not None and open_span.kind == COMMENT:
         # sqlglot reads an unclosed /* as a comment running to the end: the rest of the query would vanish.
-        raise _unclosed_error(sql, *unclosed)
+        raise _unclosed_error(sql, open_span)
     dialect = SqlwinDialect()
     try:
         tokens = dialect.tokenize(sql)
     except TokenError as err:
-        raise _from_token_error(err, sql, unclosed) from None
+        raise _from_token_error(err, sql, open_span) from None
     parser = dialect.parser()
     try:
         statements = [s for s in parser.parse(tokens, sql) if s is not None]
@@ -859,41 +860,9 @@ def _offset_position(sql: str, offset: int, length: int = 1) -> Position:
     return Position(line, column, text)
 
 
-def _unclosed(sql: str) -> tuple[str, int] | None:
-    """The first string, quoted identifier or /* comment that is never closed: (kind, offset of its opening)."""
-    i, n = 0, len(sql)
-    while i < n:
-        char = sql[i]
-        if char in "'\"`":
-            j = i + 1
-            while j < n and sql[j] != char:
-                j += 2 if sql[j] == "\\" and char != "`" else 1
-            if j >= n:
-                return ("identifier" if char == "`" else "string"), i
-            i = j + 1
-        elif sql.startswith("--", i):
-            end = sql.find("\n", i)
-            if end < 0:
-                return None
-            i = end + 1
-        elif sql.startswith("/*", i):
-            depth, j = 1, i + 2  # Spark nests bracketed comments
-            while j < n and depth:
-                if sql.startswith("/*", j):
-                    depth, j = depth + 1, j + 2
-                elif sql.startswith("*/", j):
-                    depth, j = depth - 1, j + 2
-                else:
-                    j += 1
-            if depth:
-                return "comment", i
-            i = j
-        else:
-            i += 1
-    return None
-
-
-def _unclosed_error(sql: str, kind: str, offset: int) -> SqlwinSyntaxError:
+def _unclosed_error(sql: str, span: Span) -> SqlwinSyntaxError:
+    """The string, quoted name or /* comment `span` is never closed."""
+    kind, offset = span.kind, span.start
     opener = sql[offset:offset + 2] if kind == "comment" else sql[offset]
     what = {"comment": "comment", "string": "string literal", "identifier": "quoted name"}[kind]
     closer = "*/" if kind == "comment" else opener
@@ -903,9 +872,9 @@ def _unclosed_error(sql: str, kind: str, offset: int) -> SqlwinSyntaxError:
                                                              and opener == "'" else ""), query=sql)
 
 
-def _from_token_error(err: TokenError, sql: str, unclosed: tuple[str, int] | None) -> SqlwinSyntaxError:
-    if unclosed is not None:
-        return _unclosed_error(sql, *unclosed)
+def _from_token_error(err: TokenError, sql: str, open_span: Span | None) -> SqlwinSyntaxError:
+    if open_span is not None:
+        return _unclosed_error(sql, open_span)
     cause = str(err.__cause__ or err)
     place = re.search(r" from (\d+):(\d+)$", cause)
     if place:
