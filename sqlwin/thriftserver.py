@@ -160,7 +160,7 @@ def serve(args: argparse.Namespace, options: dict[str, t.Any], server_conf: dict
         server = _start_server(spark)
         _wait_until_listening(args.host, args.port, server, stop)
         if not stop.is_set():
-            views = ", ".join(sorted(tables)) or "none (clients create theirs)"
+            views = ", ".join(sorted(t.name for t in spark.catalog.listTables() if t.isTemporary)) or "none yet"
             print(f"sqlwin: Thrift JDBC/ODBC server ready after {time.monotonic() - started:.1f} s; functions "
                   f"{', '.join(functions)}; views {views}; Ctrl-C or SIGTERM stops it", file=sys.stderr)
             print(jdbc_url(args.host, args.port), flush=True)

@@ -27,6 +27,9 @@ import pytest
 from sqlwin.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
+# The server's tests start a Spark driver and four beeline JVMs: 25 s on an idle 2-core machine, 60 -- 90 s
+# when it is shared; `-m "not deploy"` leaves them out, as the other tests that start their own server.
+DEPLOY = pytest.mark.deploy
 
 # Hand-written events: key, time, value.
 EVENTS = """k,ts,v
@@ -64,10 +67,11 @@ def server(tmp_path_factory):
     """A `sqlwin thriftserver` with table events; yields its JDBC URL; stopped by pid with SIGTERM."""
     data = tmp_path_factory.mktemp("thrift")
     (data / "events.csv").write_text(EVENTS)
+    (data / "init.sql").write_text("CREATE TEMP VIEW b_events AS SELECT * FROM events WHERE k = 'b';\n")
     port = _free_port()
     started = time.monotonic()
     process = subprocess.Popen([sys.executable, "-m", "sqlwin", "thriftserver", "--port", str(port),
-                                "--table", f"events={data / 'events.csv'}", "--conf", "spark.sql.shuffle.partitions=2"],
+                                "--table", f"events={data / 'events.csv'}", "-i", str(data / "init.sql"), "--conf", "spark.sql.shuffle.partitions=2"],
                                cwd=str(data), env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str] = queue.Queue()
     errors: list[str] = []
@@ -106,6 +110,7 @@ def _beeline_rows(url: str, statements: str) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(done.stdout.strip())))
 
 
+@DEPLOY
 def test_beeline_runs_a_windowed_group_by_over_tumble(server):
     rows = _beeline_rows(server, """
         SELECT k, window_start, window_end, count(*) AS n, sum(v) AS total
@@ -122,6 +127,7 @@ def test_beeline_runs_a_windowed_group_by_over_tumble(server):
     ]
 
 
+@DEPLOY
 def test_beeline_runs_a_session_window_per_key(server):
     rows = _beeline_rows(server, """
         SELECT k, window_start, window_end, count(*) AS n, sum(v) AS total
@@ -138,6 +144,25 @@ def test_beeline_runs_a_session_window_per_key(server):
     ]
 
 
+@DEPLOY
+def test_views_of_the_init_file_and_of_a_client_are_every_connections(server):
+    """-i's view, and a view one client creates: the next connection sees both (one shared session)."""
+    assert _beeline_rows(server, "CREATE TEMP VIEW client_view AS SELECT k, ts, v FROM b_events") == []
+    rows = _beeline_rows(server, """
+        SELECT window_start, window_end, count(*) AS n, sum(v) AS total
+        FROM hop(TABLE(client_view), 'ts', INTERVAL '10' MINUTES, INTERVAL '20' MINUTES)
+        GROUP BY window_start, window_end
+        ORDER BY window_start""")
+    # By hand, b's rows (00:05, 00:25, 00:28) in 20-minute windows every 10 minutes.
+    assert [(r["window_start"], r["window_end"], r["n"], r["total"]) for r in rows] == [
+        ("2023-12-31 23:50:00.0", "2024-01-01 00:10:00.0", "1", "10"),
+        ("2024-01-01 00:00:00.0", "2024-01-01 00:20:00.0", "1", "10"),
+        ("2024-01-01 00:10:00.0", "2024-01-01 00:30:00.0", "2", "50"),
+        ("2024-01-01 00:20:00.0", "2024-01-01 00:40:00.0", "2", "50"),
+    ]
+
+
+@DEPLOY
 def test_a_wrong_argument_reaches_the_client_in_sqlwins_words(server):
     done = subprocess.run([str(_beeline()), "-u", server, "--silent=true", "-e",
                            "SELECT * FROM tumble(TABLE(events), 'ts', INTERVAL '-10' MINUTES);"],
