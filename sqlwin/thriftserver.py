@@ -65,7 +65,9 @@ def add_command(commands) -> argparse.ArgumentParser:
 
 def _command(args: argparse.Namespace) -> int:
     from sqlwin.cli import _parse_tables, session_options
-    from sqlwin.session import DEFAULT_MASTER, MASTER_ENV, REMOTE_ENV
+
+    defaults = _session_module()
+    DEFAULT_MASTER, MASTER_ENV, REMOTE_ENV = defaults.DEFAULT_MASTER, defaults.MASTER_ENV, defaults.REMOTE_ENV
 
     # Everything a command line can get wrong, before Spark starts (exit 2).
     options = session_options(args)
@@ -90,6 +92,16 @@ def _command(args: argparse.Namespace) -> int:
     server_conf.update({"hive.server2.thrift.port": str(args.port), "hive.server2.thrift.bind.host": args.host,
                         "hive.server2.transport.mode": "binary"})
     return serve(args, options, server_conf, tables, init)
+
+
+def _session_module():
+    """The module sqlwin.session, loaded through the package's lazy attribute (sqlwin/__init__.py): a plain
+    `from sqlwin.session import ...` loading it first would leave `sqlwin.session` naming the module, not
+    the function, for every later caller in this process."""
+    import sqlwin
+
+    sqlwin.session  # noqa: B018 - the lazy load binds the function
+    return sys.modules["sqlwin.session"]
 
 
 def _read_init(path: str | None) -> str | None:
@@ -135,8 +147,9 @@ def serve(args: argparse.Namespace, options: dict[str, t.Any], server_conf: dict
           tables: dict, init: str | None) -> int:
     """Start Spark, register the functions and views, start the server; wait for Ctrl-C or SIGTERM."""
     from sqlwin.cli import _jvm_output_to_stderr, _register_tables
-    from sqlwin.session import session
     from sqlwin.spark.functions import register
+
+    session = _session_module().session
 
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())

@@ -191,6 +191,14 @@ def test_a_wrong_command_line_is_refused_before_spark_starts(argv, message, caps
     assert message in err and "Traceback" not in err and "starting Spark" not in err
 
 
+def test_the_command_leaves_sqlwin_session_the_function(capsys):
+    """Run in-process (a test, a notebook), the command must not leave `sqlwin.session` naming its module."""
+    import sqlwin
+
+    assert main(["thriftserver", "--port", "0"]) == 2
+    assert callable(sqlwin.session)
+
+
 def test_a_port_in_use_is_refused_before_spark_starts(capsys):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
