@@ -6,6 +6,7 @@
                   [--late-sink DIR] [--once] [--max-files-per-trigger N]
     sqlwin sql [-e "STATEMENTS" | -f FILE.sql] [-i INIT.sql] [-S] [-v] [--name NAME] [--driver-memory MEM]
                [--jars A.jar,B.jar]                   (a spark-sql style shell; see sqlwin/shell.py)
+    sqlwin thriftserver [--port 10000] [--host H] [--table NAME=PATH ...]   (JDBC clients; sqlwin/thriftserver.py)
     sqlwin --version
 
 Each also takes --master URL or --remote sc://HOST:PORT (Spark Connect), and --conf KEY=VALUE
@@ -38,6 +39,7 @@ from pathlib import Path
 from sqlwin.errors import SqlwinError, SqlwinRuntimeError, SqlwinUsageError
 from sqlwin.outputs import check_out, check_stream_outputs
 from sqlwin.sql.text import quote_identifier
+from sqlwin.thriftserver import add_command as add_thriftserver
 
 FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 
@@ -154,6 +156,7 @@ def _parser() -> argparse.ArgumentParser:
     sql.add_argument("--version", action="version", version=_versions(), help="print sqlwin's and Spark's versions")
     _add_session_arguments(sql)
     sql.set_defaults(handler=_sql)
+    add_thriftserver(commands)  # its own --debug
     for command in (run, stream, explain, sql):
         command.add_argument("--debug", action="store_true",
                              help="on an error, also print the Python traceback and Spark's JVM stack (for a bug report)")
