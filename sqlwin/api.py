@@ -63,6 +63,8 @@ class Sqlwin:
         for one in (plan, plan.around.stage if plan.around is not None else None):
             if one is not None:  # count(*) is count(1), as in Spark
                 name_select_items(one, lambda sql: self.runner.sql(sql, query).columns)
+        if plan.around is not None:
+            plan.around.adopt_names(plan.ast)
         return plan
 
     def sql(self, query: str) -> "DataFrame":

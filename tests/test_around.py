@@ -73,6 +73,10 @@ AROUND = {
     "max_join": "WITH w AS ({stage}) SELECT w.k, w.window_start, w.window_end, w.n FROM w JOIN (SELECT window_start "
                 "AS ws, window_end AS we, max(n) AS top FROM w GROUP BY window_start, window_end) m "
                 "ON w.window_start = m.ws AND w.window_end = m.we AND w.n = m.top",
+    # GROUPING SETS on the windowed aggregation itself: merged from the finest grouping per window
+    "stage_cube": "SELECT window_start, window_end, k, v % 2 AS parity, count(*) AS n, sum(v) AS s, avg(v) AS a, "
+                  "max(v) AS mx, min(v) FILTER (WHERE v > 5) AS mn, grouping_id() AS gid FROM {function} "
+                  "GROUP BY window_start, window_end, CUBE (k, v % 2)",
     # Nexmark q5 exactly as Flink writes it: two copies of one windowed aggregation, selecting
     # different columns (one stage), joined on the windows with their maximum
     "flink_q5": "SELECT AuctionBids.k, AuctionBids.num FROM (SELECT k, count(*) AS num, window_start AS starttime, "
@@ -90,7 +94,7 @@ def query(shape: str, window: str, arrival: bool, having: bool = False, where: b
         .replace("{function}", window_function(window, arrival))
 
 
-def cases(seed: int = 23, count: int = 9):
+def cases(seed: int = 23, count: int = 10):
     """Every shape once, each with a random window kind, HAVING and WHERE in the stage."""
     rng = random.Random(seed)
     shapes = list(AROUND)

@@ -156,6 +156,8 @@ def _replay_around(runner: "SparkRunner", plan: QueryPlan) -> ReplayResult:
     """The stage replays; the SQL around it runs over its results (spark/around.py)."""
     stage = run_replay(runner, around.stage_plan(plan, "replay"))
     result = around.outer_frame(runner.spark, plan.around, stage.result)
+    # `batched` / `ordered`: the stage's results, with the batch each was emitted after (the SQL
+    # around them has no batches of its own: over a stream it runs per micro-batch of them)
     return ReplayResult(result, stage.late, stage.query, stage.batched, stage.ordered, stage.late_batched)
 
 

@@ -466,10 +466,11 @@ def _require_aggregation(plan: QueryPlan, mode: str) -> WindowAggregation:
             query=plan.sql)
     if agg.grouping_analytics is not None:
         raise SqlwinUnsupportedError(
-            f"The {mode} mode keeps one grouping per window; GROUPING SETS, ROLLUP and CUBE run over a finished "
-            "table", node_position(agg.grouping_analytics),
-            "GROUP BY keys, window_start, window_end here, and the grouping analytics over its result, or the "
-            "query over a finished table (without arrival_order)", query=plan.sql)
+            f"In {mode} mode GROUPING SETS, ROLLUP and CUBE are merged from the finest grouping of each window, "
+            "which needs every aggregate in a partial form", node_position(agg.grouping_analytics),
+            "count, sum, min, max and avg (FILTER too) beside GROUPING SETS; other aggregates (DISTINCT, "
+            "percentiles, collect_list ...) with GROUP BY keys, window_start, window_end, or over a finished "
+            "table (without arrival_order)", query=plan.sql)
     inputs = {c.lower() for c in agg.relation.columns}
     having = plan.ast.args.get("having")
     for root in [*plan.ast.expressions, *([having.this] if having is not None else [])]:

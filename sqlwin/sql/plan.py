@@ -52,7 +52,7 @@ from sqlwin.ir import (  # noqa: F401 (the IR's types, re-exported: sqlwin.sql.p
     WatermarkSpec,
     Windower,
 )
-from sqlwin.sql.around import Around, recognise_around
+from sqlwin.sql.around import Around, grouping_around, recognise_around
 from sqlwin.sql.joins import WindowJoin, recognise_join
 from sqlwin.sql.text import identifier_name, quote_identifier
 
@@ -353,6 +353,8 @@ def _finish(sql: str, ast: exp.Expr, windows: list[WindowRelation]) -> QueryPlan
     around = None
     if join is None and aggregation is None and propagation is None:
         around = recognise_around(ast, windows, _node_position)
+    elif aggregation is not None and aggregation.grouping_analytics is not None and propagation is None:
+        around = grouping_around(ast, aggregation.relation.node, _node_position)
         if around is not None and around.refusal is not None:
             around.refusal.with_query(sql)
     return QueryPlan(sql, ast, windows, emit, late_into, aggregation, emit_position,

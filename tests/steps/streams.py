@@ -10,6 +10,7 @@ and ends its input after the last one, as a replay ends at the end of its table.
 from __future__ import annotations
 
 import pytest
+from pyspark.sql import functions as F
 from pytest_bdd import given, parsers, then, when
 
 from sqlwin.errors import SqlwinError
@@ -57,6 +58,8 @@ def _replay(sw, spark, outcome, query: str) -> None:
     plan = sw.plan(query)
     replay = run_replay(sw.runner, plan)
     frame = replay.batched
+    if plan.around is not None:  # SQL around the windows: its result, no batch of its own
+        frame = replay.result.withColumn("__batch", F.lit(None).cast("bigint"))
     outcome["types"] = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
     rows = [[normalise(v) for v in row] for row in frame.collect()]
     columns = frame.columns
@@ -73,6 +76,8 @@ def _stream(sw, spark, streams, outcome, tmp_path, query: str, restart_after: in
     if plan.join is not None:  # the join's inputs, each a source of the one stream
         _stream_join(sw, spark, streams, outcome, tmp_path, query, plan, restart_after)
         return
+    if plan.around is not None:  # SQL around the windows: the stage reads the stream
+        plan = plan.around.stage
     # A chain of windowed aggregations (AP-11) reads the stream in its inner window function.
     source = next(w.source for w in plan.windows if plan.propagation is None or w is not plan.propagation.outer)
     batch_column = streams.get(source)
