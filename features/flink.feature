@@ -200,3 +200,115 @@ Feature: Flink SQL's windowing examples (nightlies.apache.org/flink/flink-docs-s
       | mode      |
       | replay    |
       | streaming |
+
+  @flink-window-topn
+  Scenario Outline: Window Top-N after a window TVF: the 3 highest bids of each 10-minute window (<mode>)
+    # window-topn.md, "Window Top-N follows after Window TVF". A and C tie at 4.00 in the first
+    # window; the page ranks A (08:05) before C (08:06): encoded with bidtime as the tie-break (Flink's
+    # order among ties is not defined either).
+    Given the stream "Bid", arriving in this order:
+      | bidtime             | price:double | item | supplier_id | batch |
+      | 2020-04-15 08:05:00 | 4.00         | A    | supplier1   | 1     |
+      | 2020-04-15 08:06:00 | 4.00         | C    | supplier2   | 1     |
+      | 2020-04-15 08:07:00 | 2.00         | G    | supplier1   | 1     |
+      | 2020-04-15 08:08:00 | 2.00         | B    | supplier3   | 1     |
+      | 2020-04-15 08:09:00 | 5.00         | D    | supplier4   | 1     |
+      | 2020-04-15 08:11:00 | 2.00         | B    | supplier3   | 2     |
+      | 2020-04-15 08:13:00 | 1.00         | E    | supplier1   | 2     |
+      | 2020-04-15 08:15:00 | 3.00         | H    | supplier2   | 2     |
+      | 2020-04-15 08:17:00 | 6.00         | F    | supplier5   | 3     |
+    When I run the query in <mode> mode:
+      """
+      SELECT *
+        FROM (
+          SELECT bidtime, price, item, supplier_id, window_start, window_end,
+                 ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY price DESC, bidtime) as rownum
+          FROM TABLE(
+                     TUMBLE(TABLE Bid WATERMARK bidtime DELAY OF INTERVAL 1 SECOND
+                              WITH (arrival_order = arrival, arrival_batch = batch),
+                            DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))
+        ) WHERE rownum <= 3
+      """
+    Then the result is:
+      | bidtime             | price | item | supplier_id | window_start        | window_end          | rownum |
+      | 2020-04-15 08:05:00 | 4.0   | A    | supplier1   | 2020-04-15 08:00:00 | 2020-04-15 08:10:00 | 2      |
+      | 2020-04-15 08:06:00 | 4.0   | C    | supplier2   | 2020-04-15 08:00:00 | 2020-04-15 08:10:00 | 3      |
+      | 2020-04-15 08:09:00 | 5.0   | D    | supplier4   | 2020-04-15 08:00:00 | 2020-04-15 08:10:00 | 1      |
+      | 2020-04-15 08:11:00 | 2.0   | B    | supplier3   | 2020-04-15 08:10:00 | 2020-04-15 08:20:00 | 3      |
+      | 2020-04-15 08:15:00 | 3.0   | H    | supplier2   | 2020-04-15 08:10:00 | 2020-04-15 08:20:00 | 2      |
+      | 2020-04-15 08:17:00 | 6.0   | F    | supplier5   | 2020-04-15 08:10:00 | 2020-04-15 08:20:00 | 1      |
+
+    Examples:
+      | mode      |
+      | replay    |
+      | streaming |
+
+  @flink-window-deduplication
+  Scenario Outline: Window deduplication: the last bid of each 10-minute window (<mode>)
+    # window-deduplication.md, "Example"
+    Given the stream "Bid", arriving in this order:
+      | bidtime             | price:double | item | supplier_id | batch |
+      | 2020-04-15 08:05:00 | 4.00         | A    | supplier1   | 1     |
+      | 2020-04-15 08:06:00 | 4.00         | C    | supplier2   | 1     |
+      | 2020-04-15 08:07:00 | 2.00         | G    | supplier1   | 1     |
+      | 2020-04-15 08:08:00 | 2.00         | B    | supplier3   | 1     |
+      | 2020-04-15 08:09:00 | 5.00         | D    | supplier4   | 1     |
+      | 2020-04-15 08:11:00 | 2.00         | B    | supplier3   | 2     |
+      | 2020-04-15 08:13:00 | 1.00         | E    | supplier1   | 2     |
+      | 2020-04-15 08:15:00 | 3.00         | H    | supplier2   | 2     |
+      | 2020-04-15 08:17:00 | 6.00         | F    | supplier5   | 3     |
+    When I run the query in <mode> mode:
+      """
+      SELECT *
+        FROM (
+          SELECT bidtime, price, item, supplier_id, window_start, window_end,
+            ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY bidtime DESC) AS rownum
+          FROM TABLE(
+                     TUMBLE(TABLE Bid WATERMARK bidtime DELAY OF INTERVAL 1 SECOND
+                              WITH (arrival_order = arrival, arrival_batch = batch),
+                            DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))
+        ) WHERE rownum <= 1
+      """
+    Then the result is:
+      | bidtime             | price | item | supplier_id | window_start        | window_end          | rownum |
+      | 2020-04-15 08:09:00 | 5.0   | D    | supplier4   | 2020-04-15 08:00:00 | 2020-04-15 08:10:00 | 1      |
+      | 2020-04-15 08:17:00 | 6.0   | F    | supplier5   | 2020-04-15 08:10:00 | 2020-04-15 08:20:00 | 1      |
+
+    Examples:
+      | mode      |
+      | replay    |
+      | streaming |
+
+  @flink-window-tvf
+  Scenario Outline: Window TVF rows: each bid with its 10-minute tumbling window, as it arrives (<mode>)
+    # window-tvf.md, "TUMBLE" (the page's window_time is window_end - 1 ms; sqlwin's is
+    # window_end - 1 µs, the last instant of the window, and left out here). Without GROUP BY a
+    # stream gives each row as it arrives: the rows of batch 1 after batch 1, and so on.
+    Given the stream "Bid", arriving in this order:
+      | bidtime             | price:double | item | batch |
+      | 2020-04-15 08:05:00 | 4.00         | C    | 1     |
+      | 2020-04-15 08:07:00 | 2.00         | A    | 1     |
+      | 2020-04-15 08:09:00 | 5.00         | D    | 1     |
+      | 2020-04-15 08:11:00 | 3.00         | B    | 2     |
+      | 2020-04-15 08:13:00 | 1.00         | E    | 2     |
+      | 2020-04-15 08:17:00 | 6.00         | F    | 3     |
+    When I run the query in <mode> mode:
+      """
+      SELECT bidtime, price, item, window_start, window_end
+      FROM TABLE(TUMBLE(TABLE Bid WATERMARK bidtime DELAY OF INTERVAL 1 SECOND
+                          WITH (arrival_order = arrival, arrival_batch = batch),
+                        DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))
+      """
+    Then the result is:
+      | bidtime             | price | item | window_start        | window_end          |
+      | 2020-04-15 08:05:00 | 4.0   | C    | 2020-04-15 08:00:00 | 2020-04-15 08:10:00 |
+      | 2020-04-15 08:07:00 | 2.0   | A    | 2020-04-15 08:00:00 | 2020-04-15 08:10:00 |
+      | 2020-04-15 08:09:00 | 5.0   | D    | 2020-04-15 08:00:00 | 2020-04-15 08:10:00 |
+      | 2020-04-15 08:11:00 | 3.0   | B    | 2020-04-15 08:10:00 | 2020-04-15 08:20:00 |
+      | 2020-04-15 08:13:00 | 1.0   | E    | 2020-04-15 08:10:00 | 2020-04-15 08:20:00 |
+      | 2020-04-15 08:17:00 | 6.0   | F    | 2020-04-15 08:10:00 | 2020-04-15 08:20:00 |
+
+    Examples:
+      | mode      |
+      | replay    |
+      | streaming |

@@ -43,7 +43,7 @@ def stage_plan(plan: QueryPlan, mode: str, streams: t.Iterable[str] = ()) -> Que
     stage = around.stage
     emit = stage.emit
     join_complete = stage.join is not None and stage.join.emit_mode == "complete"
-    if not emit.is_final_only or emit.allowed_lateness or join_complete:
+    if (not emit.is_final_only or emit.allowed_lateness or join_complete) and around.rows_sql is None:
         raise SqlwinUnsupportedError(
             f"SQL around window functions reads each window's final result: in {mode} mode it runs over the results "
             "as they fire, and with early, late or retracting firings a result is a change of an earlier one, "

@@ -112,7 +112,8 @@ def _lower_complete(plan: QueryPlan) -> LoweredQuery:
     if plan.plain_spark:
         # Nothing of sqlwin's: Spark runs the user's own text (sqlglot's rewriting of it is not always Spark's).
         return LoweredQuery(plan.sql, [])
-    if plan.around is not None and not plan.around.grouping:  # (a grouping: Spark's own GROUPING SETS below)
+    if plan.around is not None and not plan.around.grouping and plan.around.rows_sql is None:
+        # (a grouping: Spark's own GROUPING SETS below; a window function's rows: its annotated rows)
         # SQL around a windowed stage: the stage lowered as the whole statement would be (its windows formed
         # as a replay's and a stream's are), the SQL around it over the stage's rows.
         stage = _lower_complete(plan.around.stage)

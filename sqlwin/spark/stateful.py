@@ -455,6 +455,16 @@ def _require_aggregation(plan: QueryPlan, mode: str) -> WindowAggregation:
     agg = plan.aggregation
     if plan.join_refusal is not None:
         raise plan.join_refusal.with_query(plan.sql)
+    if agg is None and len(plan.windows) == 1 and plan.join is None:
+        # TUMBLE / HOP / CUMULATE rows run as SQL around a stage (sql/around.py); the others' windows
+        # are formed from the rows together and change as rows arrive
+        raise SqlwinUnsupportedError(
+            f"The {mode} mode gives a window function's rows for TUMBLE, HOP and CUMULATE, whose windows each "
+            f"row decides alone: {plan.windows[0].function}'s are formed from its rows together",
+            plan.windows[0].position,
+            "an aggregation over its windows (SELECT keys, window_start, window_end, aggregates FROM ... GROUP BY "
+            "keys, window_start, window_end), collect_list(...) for a window's rows; or the query over a finished "
+            "table (without arrival_order)", query=plan.sql)
     if agg is None or len(plan.windows) != 1:
         where = plan.windows[0].position if plan.windows else None
         raise SqlwinUnsupportedError(

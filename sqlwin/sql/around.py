@@ -31,6 +31,7 @@ from sqlglot import exp
 
 from sqlwin.errors import Position, SqlwinError, SqlwinUnsupportedError
 from sqlwin.sql.dialect import SqlwinDialect, WindowTVF
+from sqlwin.sql.text import quote_string
 
 STAGE_MARKER = "__sqlwin_stage_results"  # the stage's results in the outer query, until a view replaces it
 
@@ -50,9 +51,14 @@ class Around:
     refusal: SqlwinError | None = None  # why replay and streaming cannot run the SQL around the stage
     stage: t.Any = None  # the stage's own QueryPlan (sql/plan.py builds it)
     grouping: bool = False  # GROUPING SETS / ROLLUP / CUBE merged from the finest grouping (grouping_around)
+    # A window function's rows (no GROUP BY): the stage keeps each distinct row per window with how many
+    # times it came, and the SQL around reads the rows back from `rows_sql` (a query over {view}).
+    rows_sql: str | None = None
 
     def outer_sql(self, view: str) -> str:
         """The SQL around the stage, reading the stage's results from `view` (Spark SQL)."""
+        if self.rows_sql is not None and not view.startswith("<"):
+            return self.outer_over(self.rows_sql.replace("{view}", exp.to_identifier(view).sql(dialect="spark")))
         ast = self.outer.copy()
         for table in ast.find_all(exp.Table):
             if table.name == STAGE_MARKER and not table.db:
@@ -70,7 +76,8 @@ class Around:
 
     def outer_over(self, stage_sql: str) -> str:
         """The SQL around the stage, reading the stage from `stage_sql` (a query in Spark SQL) in place."""
-        return self.outer_sql(STAGE_MARKER).replace(STAGE_MARKER, f"({stage_sql})")
+        ast = self.outer.copy()
+        return ast.sql(dialect="spark").replace(STAGE_MARKER, f"({stage_sql})")
 
 
 def recognise_around(ast: exp.Expr, windows: list, position_of: t.Callable[..., Position | None]) -> Around | None:
@@ -84,6 +91,8 @@ def recognise_around(ast: exp.Expr, windows: list, position_of: t.Callable[..., 
     stages = [s for s in ast.find_all(exp.Select)
               if isinstance((s.args.get("from_") or exp.From()).this, WindowTVF)
               and not any(isinstance(p, WindowTVF) for p in _ancestors(s))]
+    if len(stages) == 1 and _is_rows(stages[0]):
+        return _rows_around(ast, stages[0], windows, position_of)
     if not stages or any(s is ast for s in stages):
         return None
     wrappers = [s.parent for s in stages]
@@ -429,3 +438,71 @@ def _partial(node: exp.Expr, partials: list[exp.Expr]) -> exp.Expr | None:
         return exp.Div(this=exp.cast(exp.Sum(this=total), "double"),
                        expression=exp.Nullif(this=exp.Sum(this=count), expression=exp.Literal.number(0)))
     return None
+
+
+# -- a window function's rows -------------------------------------------------------------------
+
+
+def _is_rows(select: exp.Select) -> bool:
+    """SELECT ... FROM <window function> with no GROUP BY, aggregate or join: its rows, each with its windows."""
+    if select.args.get("group") is not None or select.args.get("joins") or select.args.get("having") is not None:
+        return False
+    return not any(not any(isinstance(p, exp.Window) for p in _up_to(a, e))
+                   for e in select.expressions for a in e.find_all(exp.AggFunc))
+
+
+def _rows_around(ast: exp.Expr, select: exp.Select, windows: list,
+                 position_of: t.Callable[..., Position | None]) -> Around | None:
+    """A window function's rows in a replay or a stream: the stage groups by each distinct row (as
+    JSON, so that a NULL column keeps the row) and its windows, counting copies; the SQL around reads
+    the rows back, each copy once. With a piece of SQL per window around (a window Top-N, a
+    deduplication) or EMIT FINAL the rows come when their window closes (each window whole in one
+    micro-batch); else as they arrive (EMIT CHANGES DISCARDING: each firing holds the rows since the
+    last). Late rows are routed as any stage's. Windows that do not depend on other rows only
+    (TUMBLE, HOP, CUMULATE): a session or a count window is formed from its rows together."""
+    from sqlwin.ir import Cumulate, Hop, Tumble
+
+    node = select.args["from_"].this
+    relation = next((w for w in windows if w.node is node), None)
+    if relation is None or not relation.columns or not isinstance(relation.windower, (Tumble, Hop, Cumulate)):
+        return None
+    outer = ast.copy()
+    copied = list(outer.find_all(WindowTVF))[[id(n) for n in ast.find_all(WindowTVF)].index(id(node))]
+    alias = node.args.get("alias") or (exp.TableAlias(this=exp.to_identifier(relation.alias)) if relation.alias else None)
+    marker = exp.to_table(STAGE_MARKER)
+    if alias is not None:
+        marker.set("alias", alias.copy() if isinstance(alias, exp.TableAlias) else exp.TableAlias(this=alias.copy()))
+    copied.replace(marker)
+    for key in ("emit", "late_into"):
+        outer.set(key, None)
+    columns = [c for c in relation.columns if c.lower() not in ("window_start", "window_end", "window_time")]
+    fields = ", ".join(f"{quote_string(c)}, {exp.to_identifier(c, quoted=True).sql(dialect='spark')}"
+                       for c in columns)
+    options = "map(" + ", ".join(quote_string(x) for x in (
+        "timestampFormat", "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX", "timestampNTZFormat", "yyyy-MM-dd'T'HH:mm:ss.SSSSSS")) + ")"
+    row = f"to_json(named_struct({fields}), {options})"
+    ddl = ", ".join(f"{exp.to_identifier(c, quoted=True).sql(dialect='spark')} {relation.columns[c]}" for c in columns)
+    partition = [f"{p} AS __pk{i}" for i, p in enumerate(relation.partition_by)]
+    bounds = "window_start, window_end, window_time"
+    tvf = node.copy()
+    tvf.set("alias", None)
+    around = Around("", outer, "the window function's rows", position_of(node))
+    _check_outer(around, exp.select("*"), position_of)
+    emit = ast.args.get("emit")
+    if emit is not None and (emit.args.get("changes") or any(emit.args.get(k) for k in emit.args if k != "final")):
+        around.refusal = around.refusal or SqlwinUnsupportedError(
+            "A window function's rows come as they arrive, or with EMIT FINAL when their window closes",
+            position_of(emit), "no EMIT clause (each row as it arrives), or EMIT FINAL")
+    final = around.per_window is not None or emit is not None
+    keys = [*relation.partition_by, row]
+    with_ = ast.args.get("with_")
+    prefix = f"{with_.sql(dialect=SqlwinDialect)} " if with_ is not None else ""
+    late = ast.args.get("late_into")
+    around.stage_sql = (f"{prefix}SELECT {', '.join([*partition, f'{row} AS __row'])}, {bounds}, count(*) AS __n "
+                        f"FROM {tvf.sql(dialect=SqlwinDialect)} GROUP BY {', '.join(keys)}, {bounds} "
+                        f"EMIT {'FINAL' if final else 'CHANGES DISCARDING'}"
+                        + (f" {late.sql(dialect=SqlwinDialect)}" if late is not None else ""))
+    around.rows_sql = (f"SELECT __r.*, {bounds} FROM (SELECT from_json(__row, {quote_string(ddl)}, {options}) "
+                       f"AS __r, {bounds}, __n FROM {{view}}) LATERAL VIEW explode(sequence(1, __n)) AS __copy")
+    return around
+
