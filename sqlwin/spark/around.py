@@ -16,7 +16,8 @@ from sqlglot import exp
 
 from sqlwin.errors import SqlwinUnsupportedError
 from sqlwin.sql.around import Around
-from sqlwin.sql.plan import QueryPlan
+from sqlwin.sql.dialect import SqlwinDialect, WindowTVF
+from sqlwin.sql.plan import Cumulate, Hop, QueryPlan, Tumble
 
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -51,8 +52,12 @@ def stage_plan(plan: QueryPlan, mode: str, streams: t.Iterable[str] = ()) -> Que
             "EMIT FINAL (no ALLOWED LATENESS) with SQL around the windows; or the windowed query alone, whose "
             "results carry op / firing / emit_seq, and the SQL around it over the sink's table", query=plan.sql)
     if around.per_window is not None:
+        held = around.per_window_columns or frozenset()
         for relation in stage.windows:
-            if relation.partition_by and relation.watermark.scope != "stream":
+            # a clock per key: a window of each key closes in one micro-batch, whole where the SQL
+            # around partitions by the key too
+            keys = {p.strip("`").lower() for p in relation.partition_by}
+            if relation.partition_by and relation.watermark.scope != "stream" and not keys <= held:
                 raise SqlwinUnsupportedError(
                     f"{around.per_window_text[0].upper()}{around.per_window_text[1:]} needs each window's results "
                     "in one micro-batch: with a clock per key (PARTITION BY) the windows of different keys close "
@@ -80,3 +85,26 @@ def describe(around: Around, mode: str) -> str:
                  "one clock for the stream closing it in every bucket at once)" if around.per_window else ""
     return (f"around: the window functions in {around.name} are the stateful stage; the SQL around their results "
             f"runs as Spark SQL {when}{per_window}: {around.outer_sql('<stage results>')}")
+
+
+def rows_for_aggregates(plan: QueryPlan, planner: t.Callable[[str], QueryPlan]) -> QueryPlan:
+    """A windowed aggregation with an aggregate the window runtime has no state for (percentiles,
+    approx_count_distinct, collect_set, string_agg ...), over TUMBLE, HOP or CUMULATE: the window's
+    rows are the stage (kept until the window closes) and Spark aggregates them per window, in the
+    micro-batch that closes it -- the same statement, its window function read as rows. Any other
+    plan is returned as it is."""
+    from sqlwin.spark.stateful import runtime_computes
+
+    agg = plan.aggregation
+    if (agg is None or agg.grouping_analytics is not None or plan.join is not None or plan.propagation is not None
+            or plan.around is not None or not isinstance(agg.relation.windower, (Tumble, Hop, Cumulate))
+            or runtime_computes(plan)):
+        return plan
+    ast = plan.ast.copy()
+    node = next(n for n in ast.find_all(WindowTVF))
+    alias = agg.relation.alias or "__rows"
+    tvf = node.copy()
+    tvf.set("alias", None)
+    node.replace(exp.Subquery(this=exp.select("*").from_(tvf), alias=exp.TableAlias(this=exp.to_identifier(alias))))
+    rewritten = planner(ast.sql(dialect=SqlwinDialect))
+    return rewritten if rewritten.around is not None else plan

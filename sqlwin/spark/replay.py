@@ -47,6 +47,7 @@ def is_replay(plan: QueryPlan) -> bool:
 
 def run_replay(runner: "SparkRunner", plan: QueryPlan, late_row_struct: str | None = None) -> ReplayResult:
     """`late_row_struct`: a chain's second stage, whose late rows hold their row as one struct column."""
+    plan = around.rows_for_aggregates(plan, runner.planner)
     if plan.around is not None:
         return _replay_around(runner, plan)
     if plan.propagation is not None:
@@ -165,6 +166,7 @@ def explain_replay(runner: "SparkRunner", plan: QueryPlan):
     """What `run_replay` runs, for explain: the engine path and why, and the Spark SQL around it."""
     from sqlwin.spark.complete import LoweredQuery
 
+    plan = around.rows_for_aggregates(plan, runner.planner)
     if plan.around is not None:
         stage = explain_replay(runner, around.stage_plan(plan, "replay"))
         return LoweredQuery(f"{stage.sql}\n  -- then, over the stage's results: {plan.around.outer_sql('<stage>')}",

@@ -679,6 +679,19 @@ def _aggregate_specs(plan: QueryPlan, nodes: list[exp.Expr]) -> tuple[list[Aggre
     return specs, arguments
 
 
+def runtime_computes(plan: QueryPlan) -> bool:
+    """Whether the window runtime computes every aggregate of the query's windowed aggregation
+    (else spark/around.py keeps the window's rows and Spark aggregates them)."""
+    agg = plan.aggregation
+    if agg is None:
+        return True
+    try:
+        _aggregate_specs(plan, _aggregate_nodes(plan, agg))
+    except SqlwinUnsupportedError:
+        return False
+    return True
+
+
 def _nulls_first(key: exp.Ordered) -> bool:
     """Spark's default: NULLS FIRST ascending, NULLS LAST descending."""
     nulls_first = key.args.get("nulls_first")
@@ -688,7 +701,8 @@ def _nulls_first(key: exp.Ordered) -> bool:
 def _unsupported_aggregate(plan: QueryPlan, node: exp.Expr, what: str) -> t.NoReturn:
     raise SqlwinUnsupportedError(
         f"The window runtime cannot compute {what}", node_position(node, node.sql(dialect="spark")),
-        ", ".join(SUPPORTED_AGGREGATES), query=plan.sql)
+        ", ".join(SUPPORTED_AGGREGATES) + "; any Spark aggregate over TUMBLE, HOP or CUMULATE (the window's rows "
+        "kept until it closes)", query=plan.sql)
 
 
 # --------------------------------------------------------------------------- columns

@@ -38,7 +38,7 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 from sqlwin.errors import SqlwinError, SqlwinUnsupportedError, SqlwinUsageError
-from sqlwin.spark.around import describe as describe_around, outer_frame, stage_plan as around_stage
+from sqlwin.spark.around import describe as describe_around, outer_frame, rows_for_aggregates, stage_plan as around_stage
 from sqlwin.spark.connect import is_connect
 from sqlwin.spark.operator import (CARRIED, END_OF_INPUT, PACKED_SCHEMA, OperatorConfig, choose_runtime, clock_packer,
                                    pack_rows)
@@ -334,7 +334,7 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
                                    hint="spark.readStream...load(), or a directory of files")
         frame.createOrReplaceTempView(quote_identifier(views[name]))
     read_twice = tuple(os.path.abspath(str(sources[name])) for name in sources if views[name] in malformed)
-    plan = plan_of(query_text)
+    plan = rows_for_aggregates(plan_of(query_text), plan_of)
     around = None
     if plan.around is not None:  # SQL around the window functions: per micro-batch over the stage's results
         around = plan.around
@@ -491,6 +491,7 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
     source has the same columns); nothing is started and no checkpoint is written."""
     from sqlwin.spark.complete import LoweredQuery
 
+    plan = rows_for_aggregates(plan, runner.planner)
     if plan.around is not None:
         stage = explain_stream(runner, around_stage(plan, "streaming"), buckets)
         return LoweredQuery(f"{stage.sql}\n  -- then, per micro-batch, over the stage's results: "

@@ -48,6 +48,8 @@ class Around:
     # join of two results on their windows): exact per micro-batch only under one clock for the stream.
     per_window: Position | None = None
     per_window_text: str = ""
+    # the columns every such piece partitions by (a clock per key is enough where they hold its keys)
+    per_window_columns: frozenset[str] | None = None
     refusal: SqlwinError | None = None  # why replay and streaming cannot run the SQL around the stage
     stage: t.Any = None  # the stage's own QueryPlan (sql/plan.py builds it)
     grouping: bool = False  # GROUPING SETS / ROLLUP / CUBE merged from the finest grouping (grouping_around)
@@ -243,9 +245,11 @@ def _check_outer(around: Around, stage: exp.Expr, position_of: t.Callable[..., P
         if around.refusal is None:
             around.refusal = SqlwinUnsupportedError(message, position_of(node), hint)
 
-    def combines(node: exp.Expr, what: str) -> None:
+    def combines(node: exp.Expr, what: str, columns: t.Iterable[exp.Expr] = ()) -> None:
         if around.per_window is None:
             around.per_window, around.per_window_text = position_of(node), what
+        names = frozenset(c.name.lower() for c in columns if isinstance(c, exp.Column))
+        around.per_window_columns = names if around.per_window_columns is None else around.per_window_columns & names
 
     per_window_hint = ("a GROUP BY, PARTITION BY or join condition with both window_start and window_end of the "
                        "window results (as a window Top-N: ROW_NUMBER() OVER (PARTITION BY window_start, window_end "
@@ -262,7 +266,7 @@ def _check_outer(around: Around, stage: exp.Expr, position_of: t.Callable[..., P
         if group is not None or aggregates or node.args.get("having") is not None:
             keys = list(group.expressions) if group is not None else []
             if per_window(keys):
-                combines(group, "an aggregation per window")
+                combines(group, "an aggregation per window", keys)
             else:
                 where = group if group is not None else (aggregates[0] if aggregates else node)
                 refuse("An aggregation over a stream's window results that is not per window keeps state across "
@@ -272,7 +276,7 @@ def _check_outer(around: Around, stage: exp.Expr, position_of: t.Callable[..., P
                        )
         if node.args.get("distinct") is not None:
             if per_window(node.expressions):
-                combines(node, "SELECT DISTINCT per window")
+                combines(node, "SELECT DISTINCT per window", node.expressions)
             else:
                 refuse("SELECT DISTINCT over a stream's window results without their window columns keeps every "
                        "row it has seen", node.expressions[0], "SELECT DISTINCT with window_start and window_end")
@@ -280,7 +284,8 @@ def _check_outer(around: Around, stage: exp.Expr, position_of: t.Callable[..., P
             if not _in_select(window, node):
                 continue
             if per_window(window.args.get("partition_by") or []):
-                combines(window, "a window Top-N (a window function per window)")
+                combines(window, "a window Top-N (a window function per window)",
+                         window.args.get("partition_by") or [])
             else:
                 refuse("A window function over a stream's window results must be partitioned by their window: "
                        "other rows come in other micro-batches", window, per_window_hint)
@@ -290,7 +295,7 @@ def _check_outer(around: Around, stage: exp.Expr, position_of: t.Callable[..., P
                 equal = [c for c in (condition.find_all(exp.EQ) if condition is not None else [])]
                 columns = [side for eq in equal for side in (eq.this, eq.expression)]
                 if per_window(columns):
-                    combines(join, "a join of window results on their windows")
+                    combines(join, "a join of window results on their windows", columns)
                 else:
                     refuse("Two window results joined other than on their windows: rows of other windows come in "
                            "other micro-batches", join, "ON a.window_start = b.window_start AND "
