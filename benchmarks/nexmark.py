@@ -501,6 +501,8 @@ def load_queries(per_key: bool) -> list[Query]:
               sql("q5_flink"), None, "no native form: Spark streams no join of two aggregations' results"),
         Query("q7", "highest bid per TUMBLE 10 s", ("bid",), sql("q7"), _native_q7,
               "groupBy(window(dateTime, '10 seconds')).agg(max(price), max_by(..., price))"),
+        Query("q7f", "q7 as Flink writes it: the bids joined with their window's maximum, one stream", ("bid",),
+              sql("q7_flink"), None, "no native form: Spark streams no join of a window's rows with its maximum"),
         Query("q8", "new users: persons with an auction in their TUMBLE 10 s window", ("person", "auction"),
               sql("q8"), _native_q8,
               "persons join auctions deduplicated per (seller, window) ON id = seller AND window = window"),
@@ -670,6 +672,14 @@ def reference_of(spark, base: str, closed: str):
                 SELECT auction, window.start AS starttime, window.end AS endtime, count(*) AS num
                 FROM nx_bid GROUP BY auction, window(dateTime, '10 seconds', '2 seconds')))
             WHERE num >= maxn""").where(f"endtime <= {closed}")
+    elif base == "q7f":  # every bid at the top price of its window (Flink's q7 in full)
+        columns = ["auction", "price", "bidder", "dateTime", "window_end"]
+        reference = spark.sql("""
+            SELECT auction, price, bidder, dateTime, window_end FROM (
+              SELECT auction, price, bidder, dateTime, window.end AS window_end,
+                     max(price) OVER (PARTITION BY window) AS maxprice
+              FROM (SELECT *, window(dateTime, '10 seconds') AS window FROM nx_bid))
+            WHERE price = maxprice""").where(f"window_end <= {closed}")
     elif base == "q5":
         columns = ["auction", "window_start", "window_end", "num"]
         reference = spark.sql("""
@@ -701,7 +711,7 @@ def reference_of(spark, base: str, closed: str):
                                          > dateTime - INTERVAL 10 SECONDS THEN 0 ELSE 1 END AS new
                         FROM nx_bid))
             GROUP BY bidder, session""").where(f"endtime <= {closed}")
-    bound = {"q5": "window_end", "q5f": "endtime", "q7": "window_end", "q8": "window_start + INTERVAL 10 SECONDS", "q11": "endtime"}[base]
+    bound = {"q5": "window_end", "q5f": "endtime", "q7": "window_end", "q7f": "window_end", "q8": "window_start + INTERVAL 10 SECONDS", "q11": "endtime"}[base]
     return columns, reference, bound
 
 

@@ -93,8 +93,13 @@ def recognise_around(ast: exp.Expr, windows: list, position_of: t.Callable[..., 
     stages = [s for s in ast.find_all(exp.Select)
               if isinstance((s.args.get("from_") or exp.From()).this, WindowTVF)
               and not any(isinstance(p, WindowTVF) for p in _ancestors(s))]
-    if len(stages) == 1 and _is_rows(stages[0]):
-        return _rows_around(ast, stages[0], windows, position_of)
+    # One window function read as rows -- or several copies of it, one of them read as rows (an
+    # aggregation beside them then aggregates the rows: Nexmark q7 joins each window's bids with
+    # their maximum): the rows are the stage, every SELECT over them SQL around it.
+    if stages and any(_is_rows(s) for s in stages) \
+            and len({_text(s.args["from_"].this) for s in stages}) == 1 \
+            and len({id(n) for n in ast.find_all(WindowTVF)}) == len(stages):
+        return _rows_around(ast, stages, windows, position_of)
     if not stages or any(s is ast for s in stages):
         return None
     wrappers = [s.parent for s in stages]
@@ -449,14 +454,15 @@ def _partial(node: exp.Expr, partials: list[exp.Expr]) -> exp.Expr | None:
 
 
 def _is_rows(select: exp.Select) -> bool:
-    """SELECT ... FROM <window function> with no GROUP BY, aggregate or join: its rows, each with its windows."""
-    if select.args.get("group") is not None or select.args.get("joins") or select.args.get("having") is not None:
+    """SELECT ... FROM <window function> with no GROUP BY or aggregate: its rows, each with its windows
+    (joined, maybe, with other relations: SQL around them)."""
+    if select.args.get("group") is not None or select.args.get("having") is not None:
         return False
     return not any(not any(isinstance(p, exp.Window) for p in _up_to(a, e))
                    for e in select.expressions for a in e.find_all(exp.AggFunc))
 
 
-def _rows_around(ast: exp.Expr, select: exp.Select, windows: list,
+def _rows_around(ast: exp.Expr, selects: list[exp.Select], windows: list,
                  position_of: t.Callable[..., Position | None]) -> Around | None:
     """A window function's rows in a replay or a stream: the stage groups by each distinct row (as
     JSON, so that a NULL column keeps the row) and its windows, counting copies; the SQL around reads
@@ -467,17 +473,21 @@ def _rows_around(ast: exp.Expr, select: exp.Select, windows: list,
     (TUMBLE, HOP, CUMULATE): a session or a count window is formed from its rows together."""
     from sqlwin.ir import Cumulate, Hop, Tumble
 
-    node = select.args["from_"].this
+    node = selects[0].args["from_"].this
     relation = next((w for w in windows if w.node is node), None)
     if relation is None or not relation.columns or not isinstance(relation.windower, (Tumble, Hop, Cumulate)):
         return None
     outer = ast.copy()
-    copied = list(outer.find_all(WindowTVF))[[id(n) for n in ast.find_all(WindowTVF)].index(id(node))]
-    alias = node.args.get("alias") or (exp.TableAlias(this=exp.to_identifier(relation.alias)) if relation.alias else None)
-    marker = exp.to_table(STAGE_MARKER)
-    if alias is not None:
-        marker.set("alias", alias.copy() if isinstance(alias, exp.TableAlias) else exp.TableAlias(this=alias.copy()))
-    copied.replace(marker)
+    originals = [id(n) for n in ast.find_all(WindowTVF)]
+    copies = list(outer.find_all(WindowTVF))
+    for select in selects:
+        tvf = select.args["from_"].this
+        mine = next(w for w in windows if w.node is tvf)
+        alias = tvf.args.get("alias") or (exp.TableAlias(this=exp.to_identifier(mine.alias)) if mine.alias else None)
+        marker = exp.to_table(STAGE_MARKER)
+        if alias is not None:
+            marker.set("alias", alias.copy() if isinstance(alias, exp.TableAlias) else exp.TableAlias(this=alias.copy()))
+        copies[originals.index(id(tvf))].replace(marker)
     for key in ("emit", "late_into"):
         outer.set(key, None)
     columns = [c for c in relation.columns if c.lower() not in ("window_start", "window_end", "window_time")]
