@@ -81,6 +81,10 @@ class WindowFunctionBuilder:
         self.udtf = udtf._judtf  # the Python UDTF's JVM side, for the calls handed over
         self.parser_thunk = _Thunk(self.parser)
         self.placeholder = self.parser.parsePlan(f"SELECT * FROM {INPUT}").child()  # UnresolvedRelation
+        # JVM classes looked up once: each py4j lookup by name is a few round trips to the JVM
+        self.hash_map = self.jvm.java.util.HashMap
+        self.array_list = self.jvm.java.util.ArrayList
+        self.python_utils = self.jvm.org.apache.spark.api.python.PythonUtils
 
     def apply(self, arguments):
         args = [arguments.apply(i) for i in range(arguments.size())]
@@ -105,7 +109,7 @@ class WindowFunctionBuilder:
         from sqlwin.sql.plan import TimeColumn, WindowRelation
         from sqlwin.sql.text import quote_identifier
 
-        table, positional, named = self._arguments(args)
+        table, schema, positional, named = self._arguments(args)
         try:
             call = analyze_call(self.name, positional, named)
         except WindowFunctionError:
@@ -130,8 +134,7 @@ class WindowFunctionBuilder:
             call.time_column, "timestamp" if kind.startswith("timestamp") else "epoch_ms",
             rounded=kind == "rounded_ms", ntz=kind == "timestamp_ntz")
         unit = 1_000 if kind in ("epoch_ms", "rounded_ms") else 1
-        fields = StructType.fromJson(_json(source.schema().json())).fields
-        columns = {f.name: f.dataType.simpleString() for f in fields}
+        columns = {f.name: f.dataType.simpleString() for f in schema.fields}
         added = {}  # PARTITION BY / ORDER BY expressions that are no input column: computed as columns
 
         def term(expression, name: str) -> str:
@@ -156,7 +159,7 @@ class WindowFunctionBuilder:
 
     def _arguments(self, args: list):
         """The TABLE argument, and every argument as PySpark's AnalyzeArgument shows it to `analyze`."""
-        table, positional, named = None, [], {}
+        table, schema, positional, named = None, None, [], {}
         for arg in args:
             key, node = None, arg.nodeName()
             if node == "NamedArgumentExpression":
@@ -165,9 +168,8 @@ class WindowFunctionBuilder:
             if node == "FunctionTableSubqueryArgumentExpression":
                 if table is not None:
                     raise Declined  # analyze refuses two TABLE arguments
-                table = arg
-                shown = types.SimpleNamespace(isTable=True, isConstantExpression=False, value=None,
-                                              dataType=StructType.fromJson(_json(arg.plan().schema().json())))
+                table, schema = arg, StructType.fromJson(_json(arg.plan().schema().json()))
+                shown = types.SimpleNamespace(isTable=True, isConstantExpression=False, value=None, dataType=schema)
             else:
                 shown = _constant(arg)
             if key is None:
@@ -176,15 +178,15 @@ class WindowFunctionBuilder:
                 named[key] = shown
         if table is None:
             raise Declined
-        return table, positional, named
+        return table, schema, positional, named
 
     # -- plans -------------------------------------------------------------------------------
 
     def _seq(self, items: list):
-        java = self.jvm.java.util.ArrayList()
+        java = self.array_list()
         for item in items:
             java.add(item)
-        return self.jvm.org.apache.spark.api.python.PythonUtils.toSeq(java)
+        return self.python_utils.toSeq(java)
 
     def _named(self, key: str, text: str):
         from sqlwin.sql.text import quote_string
@@ -211,9 +213,9 @@ class WindowFunctionBuilder:
     def _substitute(self, plan, source):
         """`plan` with every read of INPUT replaced by `source` (the lowered text reads it once or twice):
         one `transformUp` in the JVM, with a Scala Map {INPUT's relation -> source} as the partial function."""
-        replacement = self.jvm.java.util.HashMap()
+        replacement = self.hash_map()
         replacement.put(self.placeholder, source)
-        return plan.transformUp(self.jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(replacement))
+        return plan.transformUp(self.python_utils.toScalaMap(replacement))
 
 
 class _Thunk:
