@@ -512,7 +512,8 @@ def _function(name: str) -> type:
     def analyze(*args, **kwargs):
         try:
             if "sqlwin_refusal" in kwargs:  # a call the native plan refused (function_plans.Refused)
-                raise WindowFunctionError(name, kwargs["sqlwin_refusal"].value, kwargs["sqlwin_refusal_hint"].value)
+                hint = kwargs.get("sqlwin_refusal_hint")
+                raise WindowFunctionError(name, kwargs["sqlwin_refusal"].value, hint.value if hint else None)
             return analyze_call(name, args, kwargs)
         except WindowFunctionError as err:
             _without_traceback()
