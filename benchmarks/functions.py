@@ -10,7 +10,10 @@ SparkSession, each form of the same window assignment, every row with its window
 - native: Spark's `window()` written by hand (TUMBLE and HOP only; Spark has no per-row
   SESSION or COUNT_WINDOW);
 - registered: `SELECT * FROM tumble(TABLE(events), 'ts', ...)` after `sqlwin.register(spark)`
-  (Arrow record batches in and out, `analyze` for the schema);
+  (a classic session: a native Spark plan, sw.sql's lowering, built on the driver);
+- python UDTF: the same call to the Python UDTF behind it (`python_udtf`, registered as
+  `py_tumble` ...; what a Spark Connect session runs): Arrow record batches in and out, `analyze`
+  for the schema;
 - sw.sql: sqlwin's own SQL, lowered to native Spark SQL;
 - arrow floor: `mapInArrow` handing every record batch back unchanged, what any Python form
   pays to move the rows through a Python worker and back (TUMBLE only);
@@ -76,6 +79,7 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=1_000)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--row-udtf-rows", type=int, default=50_000)
+    parser.add_argument("--cases", default="", help="only the cases whose name contains this text (case-insensitive)")
     args = parser.parse_args()
 
     import sqlwin
@@ -85,6 +89,10 @@ def main() -> None:
     spark.sparkContext.setLogLevel("ERROR")
     sw = sqlwin.attach(spark)
     sqlwin.register(spark)
+    from sqlwin.spark.functions import FUNCTIONS, python_udtf
+
+    for name in FUNCTIONS:
+        spark.udtf.register(f"py_{name}", python_udtf(name))
     spark.udtf.register("row_tumble", row_udtf(arrow=True))
     spark.udtf.register("row_tumble_pickled", row_udtf(arrow=False))
 
@@ -107,24 +115,42 @@ def main() -> None:
                 "native": lambda: native_window("1 minute"),
                 "arrow floor": lambda: events.mapInArrow(lambda batches: batches, events.schema),
                 "registered": "SELECT * FROM tumble(TABLE(events), 'ts', INTERVAL '1' MINUTE)",
+                "python UDTF": "SELECT * FROM py_tumble(TABLE(events), 'ts', INTERVAL '1' MINUTE)",
                 "sw.sql": "SELECT * FROM TUMBLE(TABLE events, DESCRIPTOR(ts), INTERVAL 1 MINUTE)"}),
             ("HOP 5 min / 1 min", args.rows, {
                 "native": lambda: native_window("5 minutes", "1 minute"),
                 "registered": "SELECT * FROM hop(TABLE(events), 'ts', INTERVAL '1' MINUTE, INTERVAL '5' MINUTES)",
+                "python UDTF": "SELECT * FROM py_hop(TABLE(events), 'ts', INTERVAL '1' MINUTE, INTERVAL '5' MINUTES)",
                 "sw.sql": "SELECT * FROM HOP(TABLE events, DESCRIPTOR(ts), INTERVAL 1 MINUTE, INTERVAL 5 MINUTES)"}),
+            ("CUMULATE 5 min / 20 min", args.rows, {
+                "registered": "SELECT * FROM cumulate(TABLE(events), 'ts', INTERVAL '5' MINUTES, INTERVAL '20' MINUTES)",
+                "python UDTF": "SELECT * FROM py_cumulate(TABLE(events), 'ts', INTERVAL '5' MINUTES, INTERVAL '20' MINUTES)",
+                "sw.sql": "SELECT * FROM CUMULATE(TABLE events, DESCRIPTOR(ts), INTERVAL 5 MINUTES, INTERVAL 20 MINUTES)"}),
+            ("GLOBAL_WINDOW per key", args.rows, {
+                "registered": "SELECT * FROM global_window(TABLE(events) PARTITION BY (k), 'ts')",
+                "python UDTF": "SELECT * FROM py_global_window(TABLE(events) PARTITION BY (k), 'ts')",
+                "sw.sql": "SELECT * FROM GLOBAL_WINDOW(TABLE events PARTITION BY k, DESCRIPTOR(ts))"}),
             ("SESSION 30 s per key", args.rows, {
                 "registered": "SELECT * FROM session(TABLE(events) PARTITION BY (k), 'ts', INTERVAL '30' SECONDS)",
+                "python UDTF": "SELECT * FROM py_session(TABLE(events) PARTITION BY (k), 'ts', INTERVAL '30' SECONDS)",
                 "sw.sql": "SELECT * FROM SESSION(TABLE events PARTITION BY k, DESCRIPTOR(ts), INTERVAL 30 SECONDS)"}),
             ("COUNT_WINDOW 100 per key", args.rows, {
                 "registered": "SELECT * FROM count_window(TABLE(events) PARTITION BY k ORDER BY (ts), 'ts', 100)",
+                "python UDTF": "SELECT * FROM py_count_window(TABLE(events) PARTITION BY k ORDER BY (ts), 'ts', 100)",
                 "sw.sql": "SELECT * FROM COUNT_WINDOW(TABLE events PARTITION BY k ORDER BY ts, DESCRIPTOR(ts), 100)"}),
             ("GROUP BY TUMBLE 1 min", args.rows, {
                 "native": lambda: events.groupBy("k", F.window("ts", "1 minute")).count(),
                 "registered": grouped.format("tumble(TABLE(events), 'ts', INTERVAL '1' MINUTE)"),
+                "python UDTF": grouped.format("py_tumble(TABLE(events), 'ts', INTERVAL '1' MINUTE)"),
                 "sw.sql": grouped.format("TUMBLE(TABLE events PARTITION BY k, DESCRIPTOR(ts), INTERVAL 1 MINUTE)")}),
+            (f"SLIDE 30 s per key, {args.row_udtf_rows:,} rows", args.row_udtf_rows, {  # a range join: quadratic per key
+                "registered": "SELECT * FROM slide(TABLE(events_small) PARTITION BY (k), 'ts', INTERVAL '30' SECONDS)",
+                "python UDTF": "SELECT * FROM py_slide(TABLE(events_small) PARTITION BY (k), 'ts', INTERVAL '30' SECONDS)",
+                "sw.sql": "SELECT * FROM SLIDE(TABLE events_small PARTITION BY k, DESCRIPTOR(ts), INTERVAL 30 SECONDS)"}),
             (f"TUMBLE 1 min, {args.row_udtf_rows:,} rows", args.row_udtf_rows, {
                 "native": lambda: spark.table("events_small").withColumn("__w", F.window("ts", "1 minute")),
                 "registered": "SELECT * FROM tumble(TABLE(events_small), 'ts', INTERVAL '1' MINUTE)",
+                "python UDTF": "SELECT * FROM py_tumble(TABLE(events_small), 'ts', INTERVAL '1' MINUTE)",
                 "sw.sql": "SELECT * FROM TUMBLE(TABLE events_small, DESCRIPTOR(ts), INTERVAL 1 MINUTE)",
                 "row UDTF": "SELECT * FROM row_tumble(TABLE(events_small), 'ts', INTERVAL '1' MINUTE)",
                 "row pickled": "SELECT * FROM row_tumble_pickled(TABLE(events_small), 'ts', INTERVAL '1' MINUTE)"}),
@@ -138,7 +164,7 @@ def main() -> None:
         print(f"{args.rows:,} rows, {args.keys:,} keys, {spark.sparkContext.defaultParallelism} cores, "
               f"best of {args.repeats} (after one warm-up run each)")
         print(f"{'case':28} {'form':12} {'seconds':>8} {'rows/s':>12} {'x native':>9} {'x sw.sql':>9}  output rows")
-        for name, rows, forms in cases:
+        for name, rows, forms in [case for case in cases if args.cases.lower() in case[0].lower()]:
             counts = {form: frame_of(query).count() for form, query in forms.items()}  # also warms up
             best = {}
             for _ in range(args.repeats):

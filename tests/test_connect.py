@@ -223,3 +223,11 @@ def test_the_cli_reaches_the_server_through_sqlwin_remote(server, tmp_path):
     readme = (REPO / "README.md").read_text()
     shown = readme.split("The example prints:\n\n```\n", 1)[1].split("```", 1)[0]
     assert done.stdout == shown
+
+
+def test_registered_functions_over_connect_equal_local(remote, local):
+    """Over Connect sqlwin.register installs the Python UDTFs; locally the native plans: the same rows."""
+    assert set(remote["functions"]) == set(remote_check.FUNCTION_CALLS)
+    assert remote["functions"] == local["functions"]
+    assert len(local["functions"]["tumble"]) == 5 and len(local["functions"]["session"]) == 4  # tumble: no key, a NULL one too
+    assert len(local["functions"]["count_window"]) == 2  # key a's first two rows (b has one row with a time)

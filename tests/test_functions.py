@@ -255,3 +255,94 @@ def test_the_window_column_names_are_the_planners():
     from sqlwin.sql.plan import WINDOW_COLUMNS as PLANNED
 
     assert WINDOW_COLUMNS == PLANNED
+
+
+def optimized_plan(spark, query: str) -> str:
+    return spark.sql(query)._jdf.queryExecution().optimizedPlan().toString()
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_every_kind_runs_as_a_native_spark_plan(spark, events, case):
+    """A classic session runs the registered functions as sw.sql's own lowering: no Python worker."""
+    plan = optimized_plan(spark, f"SELECT * FROM {CASES[case][0]}")
+    assert "PythonUDTF" not in plan and "window_start" in plan, plan
+
+
+def test_a_call_the_native_plan_does_not_take_runs_the_python_udtf(spark, events):
+    # session with neither PARTITION BY nor WITH SINGLE PARTITION: the UDTF checks the input's split
+    assert "PythonUDTF" in optimized_plan(spark, "SELECT * FROM session(TABLE(fn_events), 'ts', INTERVAL '1' MINUTE)")
+    # count_window without ORDER BY: counted in arrival order, which only the UDTF sees
+    assert "PythonUDTF" in optimized_plan(
+        spark, "SELECT * FROM count_window(TABLE(fn_events) WITH SINGLE PARTITION, 'ts', 3)")
+
+
+@pytest.fixture(scope="module")
+def python_udtfs(spark, events):
+    """The Python UDTFs (what a Spark Connect session registers) beside the native functions, as py_<name>."""
+    from sqlwin.spark.functions import FUNCTIONS, python_udtf
+
+    for name in FUNCTIONS:
+        spark.udtf.register(f"py_{name}", python_udtf(name))
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_python_udtfs_give_the_same_rows(spark, sw, python_udtfs, case):
+    registered, own = CASES[case]
+    assert "PythonUDTF" in optimized_plan(spark, f"SELECT * FROM py_{registered}")
+    rows = same_rows(spark, sw, f"SELECT * FROM py_{registered}", f"SELECT * FROM {own}")
+    assert len(rows) >= 50
+
+
+@pytest.fixture(scope="module")
+def stream(spark, tmp_path_factory):
+    """fn_stream: a streaming view over parquet files of 40 rows, two keys, a row every 7 seconds."""
+    path = str(tmp_path_factory.mktemp("fn_stream") / "in")
+    spark.range(40).selectExpr("CAST(id % 2 AS STRING) AS k", "timestamp_micros(1702512000000000 + id * 7000000) AS ts",
+                               "id AS seq").write.parquet(path)
+    spark.readStream.schema("k STRING, ts TIMESTAMP, seq BIGINT").parquet(path).createOrReplaceTempView("fn_stream")
+    spark.read.parquet(path).createOrReplaceTempView("fn_stream_rows")
+    return path
+
+
+@pytest.mark.parametrize("call", [
+    "session(TABLE(fn_stream) PARTITION BY (k), 'ts', INTERVAL '30' SECONDS)",
+    "slide(TABLE(fn_stream) PARTITION BY (k), 'ts', INTERVAL '30' SECONDS)",
+    "count_window(TABLE(fn_stream) PARTITION BY k ORDER BY (seq), 'ts', 3)",
+    "session(TABLE(fn_stream) WITH SINGLE PARTITION, 'ts', INTERVAL '30' SECONDS)",
+])
+def test_a_keyed_window_over_a_stream_is_refused_in_sqlwins_words(spark, events, stream, call):
+    """Spark cannot sort a stream ("Sorting is not supported on streaming DataFrames/Datasets" when
+    the query starts): refused when Spark analyses the call, saying what runs it instead."""
+    function = call.split("(")[0]
+    with pytest.raises(AnalysisException) as caught:
+        spark.sql(f"SELECT * FROM {call}")
+    message = str(caught.value)
+    assert f"sqlwin {function}: the input is a stream" in message, message
+    assert "Accepted: sw.stream(" in message and f"{function.upper()}(TABLE t PARTITION BY k WATERMARK" in message
+    assert "Traceback" not in message and 'File "' not in message, message
+
+
+def test_a_fixed_window_over_a_stream_runs(spark, events, stream):
+    """tumble, hop and cumulate assign each row its windows alone: over a stream they are Spark's own
+    stateless projection, and give the rows they give over the same files read as a table."""
+    call = "hop(TABLE({}), 'ts', INTERVAL '20' SECONDS, INTERVAL '1' MINUTE)"
+    query = (spark.sql(f"SELECT * FROM {call.format('fn_stream')}").writeStream.format("memory")
+             .queryName("fn_stream_out").trigger(availableNow=True).start())
+    try:
+        query.awaitTermination(120)
+        assert query.exception() is None
+        got = spark.table("fn_stream_out").collect()
+    finally:
+        query.stop()
+    want = spark.sql(f"SELECT * FROM {call.format('fn_stream_rows')}").collect()
+    assert len(want) == 120 and Counter(got) == Counter(want)
+
+
+def test_partition_and_order_expressions_that_are_no_column(spark, sw, events):
+    """PARTITION BY / ORDER BY expressions over the input (not one of its columns) key and order the
+    windows as in sw.sql, and leave no column of their own in the output."""
+    same_rows(spark, sw, "SELECT * FROM session(TABLE(fn_events) PARTITION BY (upper(k), seq % 2), 'ts', INTERVAL '3' MINUTES)",
+              "SELECT * FROM SESSION(TABLE fn_events PARTITION BY upper(k), seq % 2, DESCRIPTOR(ts), INTERVAL 3 MINUTES)")
+    rows = same_rows(spark, sw, "SELECT * FROM count_window(TABLE(fn_events) PARTITION BY K ORDER BY (-seq), 'ts', 3)",
+                     "SELECT * FROM COUNT_WINDOW(TABLE fn_events PARTITION BY k ORDER BY -seq, DESCRIPTOR(ts), 3)")
+    assert len(rows) >= 50

@@ -4,6 +4,10 @@
     spark.sql("SELECT * FROM tumble(TABLE(events), 'ts', INTERVAL '1' MINUTE)")
     spark.sql("SELECT * FROM session(TABLE(events) PARTITION BY (user_id), 'ts', INTERVAL 30 MINUTES)")
 
+In a classic session `register` makes each function a native Spark plan built on the driver
+(`sqlwin.spark.function_plans`: sw.sql's lowering, no Python on the workers), with the Python
+UDTF below behind it for the calls that plan does not take; over Spark Connect the UDTFs run.
+
 Each function is a Python UDTF whose static `analyze` reads the call's arguments and derives the
 output schema from its input (the input's columns, then window_start, window_end, window_time and,
 for count_window, window_index), and whose `eval` takes whole Arrow record batches (PySpark's
@@ -507,6 +511,9 @@ def _arrow_type(data_type: DataType) -> pa.DataType:
 def _function(name: str) -> type:
     def analyze(*args, **kwargs):
         try:
+            if "sqlwin_refusal" in kwargs:  # a call the native plan refused (function_plans.Refused)
+                hint = kwargs.get("sqlwin_refusal_hint")
+                raise WindowFunctionError(name, kwargs["sqlwin_refusal"].value, hint.value if hint else None)
             return analyze_call(name, args, kwargs)
         except WindowFunctionError as err:
             _without_traceback()
@@ -533,23 +540,37 @@ for _name, _class in FUNCTIONS.items():
 # --------------------------------------------------------------------------- register (driver)
 
 
-def register(spark) -> list[str]:
+def register(spark, native: bool = True) -> list[str]:
     """Register tumble, hop, cumulate, session, slide, count_window and global_window in `spark`,
-    callable from plain `spark.sql(...)` as table functions (docs/functions.md). Returns their names."""
+    callable from plain `spark.sql(...)` as table functions (docs/functions.md). Returns their names.
+
+    In a classic session each becomes a native Spark plan built on the driver
+    (`sqlwin.spark.function_plans`), with its Python UDTF behind it for the calls the plan does
+    not take; a Spark Connect session, or `native=False`, registers the Python UDTFs alone."""
+    udtfs = {name: python_udtf(name, spark) for name in FUNCTIONS}
+    for name, function in udtfs.items():
+        spark.udtf.register(name, function)
+    if native:
+        from sqlwin.spark.function_plans import register_native
+
+        register_native(spark, udtfs)
+    _quiet_error_log()
+    return list(FUNCTIONS)
+
+
+def python_udtf(name: str, spark=None):
+    """The Python UDTF of one function (every row through a Python worker in Arrow batches): what
+    a Spark Connect session runs, and what `spark.udtf.register(other_name, python_udtf(name))`
+    registers beside the native functions (benchmarks/functions.py, tests/test_functions.py)."""
     from pyspark.util import PythonEvalType
 
-    if type(spark).__module__.startswith("pyspark.sql.connect"):  # a Spark Connect session
+    if spark is not None and type(spark).__module__.startswith("pyspark.sql.connect"):  # Spark Connect
         from pyspark.sql.connect.udtf import UserDefinedTableFunction
     else:
         from pyspark.sql.udtf import UserDefinedTableFunction
-    for name, handler in FUNCTIONS.items():
-        # PySpark's Arrow UDTF evaluation (whole record batches in and out), with `analyze`;
-        # `@arrow_udtf` refuses `analyze` (SPARK-53286), the evaluation itself does not.
-        function = UserDefinedTableFunction(handler, returnType=None, name=name,
-                                            evalType=PythonEvalType.SQL_ARROW_UDTF)
-        spark.udtf.register(name, function)
-    _quiet_error_log()
-    return list(FUNCTIONS)
+    # PySpark's Arrow UDTF evaluation (whole record batches in and out), with `analyze`;
+    # `@arrow_udtf` refuses `analyze` (SPARK-53286), the evaluation itself does not.
+    return UserDefinedTableFunction(FUNCTIONS[name], returnType=None, name=name, evalType=PythonEvalType.SQL_ARROW_UDTF)
 
 
 class _OwnErrors(logging.Filter):
