@@ -10,13 +10,13 @@ In a pipeline's Python file (PySpark puts the pipeline's session in `spark`):
         FROM SESSION(TABLE clicks PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL 30 MINUTES)
         GROUP BY user_id, window_start, window_end''')
 
-    # a streaming table: the window runtime over a streaming dataset, as sw.stream runs it
+    # a streaming table: the window runtime over an external stream, as sw.stream runs it
+    arriving = spark.readStream.schema("user_id STRING, id STRING, ts TIMESTAMP").csv("/data/clicks/")
     swp.streaming_table(spark, "clicks_per_half_hour", '''
         SELECT user_id, window_start, window_end, count(*) AS clicks
-        FROM TUMBLE(TABLE clicks_stream PARTITION BY user_id WATERMARK ts DELAY OF INTERVAL 5 MINUTES,
+        FROM TUMBLE(TABLE arriving PARTITION BY user_id WATERMARK ts DELAY OF INTERVAL 5 MINUTES,
                     DESCRIPTOR(ts), INTERVAL 30 MINUTES)
-        GROUP BY user_id, window_start, window_end EMIT FINAL''',
-        schemas={"clicks_stream": "user_id STRING, id STRING, ts TIMESTAMP"})
+        GROUP BY user_id, window_start, window_end EMIT FINAL''', sources={"arriving": arriving})
 
     # or by hand, in a query function of your own
     @dp.materialized_view
@@ -24,10 +24,10 @@ In a pipeline's Python file (PySpark puts the pipeline's session in `spark`):
         return swp.query(spark, "SELECT ... FROM SESSION(TABLE clicks ...) ...")
 
 A pipeline forbids analysis in a query function (and its datasets do not exist before its first
-run), so sqlwin plans a query when it is defined, from the text and the columns declared in
-`schemas` (a pipeline dataset's columns and types: a DDL string or a StructType); the query
-function only builds the DataFrame (sqlwin/spark/pipeline.py). Errors are sqlwin's, raised where
-the dataset is defined.
+run), so sqlwin plans a query when it is defined, from the text and the columns it knows there (a
+materialized view's `schemas`: a dataset's columns and types, as a DDL string or a StructType; a
+streaming table's sources' own schemas); the query function only builds the DataFrame
+(sqlwin/spark/pipeline.py). Errors are sqlwin's, raised where the dataset is defined.
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from sqlglot import exp
 from sqlwin.errors import SqlwinUnsupportedError, SqlwinUsageError
 from sqlwin.spark.complete import lower_complete, name_select_items
 from sqlwin.spark.pipeline import SOURCE, complete_frame, formatted, prepare_stream
-from sqlwin.session import STATE_STORE
 from sqlwin.spark.replay import is_replay
 from sqlwin.sql.plan import QueryPlan, build_plan, node_position, require_final_only
 
@@ -48,6 +47,9 @@ if t.TYPE_CHECKING:
 
 Schemas = t.Mapping[str, t.Any]  # {dataset name: "col TYPE, ..." or a StructType}
 DEFAULT_BUCKETS = 8
+# transformWithStateInPandas keeps its state in RocksDB only (sqlwin.session.STATE_STORE; importing that
+# module here would put it in place of the `sqlwin.session` function)
+STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
 class _Planned(t.NamedTuple):
@@ -62,18 +64,25 @@ def _plan(spark: "SparkSession", query: str, schemas: Schemas | None, streaming:
     `analyse`: Spark may be asked (at definition time; not in a query function)."""
     from pyspark.sql.types import StructType
 
-    declared: dict[str, StructType] = {}
+    declared: dict[str, t.Any] = {}
     for name, schema in (schemas or {}).items():
-        try:
-            declared[name.lower()] = schema if isinstance(schema, StructType) else StructType.fromDDL(schema)
-        except Exception as err:  # noqa: BLE001 - PySpark's parse error, said in sqlwin's words
-            raise SqlwinUsageError(f"schemas[{name!r}] is not a schema: {str(err).splitlines()[0]}",
-                                   hint="a DDL string, e.g. 'user_id STRING, ts TIMESTAMP', or a StructType") from None
+        if isinstance(schema, StructType):
+            declared[name.lower()] = schema
+        elif not analyse:  # parsing DDL asks the server (an analysis): read the columns' names and types here
+            declared[name.lower()] = _ddl_columns(name, schema)
+        else:
+            try:
+                declared[name.lower()] = StructType.fromDDL(schema)
+            except Exception as err:  # noqa: BLE001 - PySpark's parse error, said in sqlwin's words
+                raise SqlwinUsageError(f"schemas[{name!r}] is not a schema: {str(err).splitlines()[0]}",
+                                       hint=DDL_HINT) from None
     names = {name: SOURCE.format(i) for i, name in enumerate(declared)}
     by_source = {names[name]: schema for name, schema in declared.items()}
 
     def schema_of(reference: str) -> dict[str, str] | None:
         schema = by_source.get(reference.strip("`"))
+        if isinstance(schema, dict):
+            return schema
         if schema is not None:
             return {f.name: f.dataType.simpleString() for f in schema.fields}
         if streaming:
@@ -94,6 +103,34 @@ def _plan(spark: "SparkSession", query: str, schemas: Schemas | None, streaming:
     return planned
 
 
+DDL_HINT = "a DDL string, e.g. 'user_id STRING, ts TIMESTAMP', or a StructType"
+# Spark's other names of the types a plan reads (its simpleString names them the first way)
+_TYPE_NAMES = {"long": "bigint", "integer": "int", "short": "smallint", "byte": "tinyint", "real": "float",
+               "dec": "decimal", "numeric": "decimal"}
+
+
+def _ddl_columns(name: str, ddl: t.Any) -> dict[str, str]:
+    """{column: Spark's simple type name} of a DDL string ('user_id STRING, ts TIMESTAMP'), read without
+    Spark: inside a query function PySpark would ask the server to parse it, an analysis."""
+    if not isinstance(ddl, str):
+        raise SqlwinUsageError(f"schemas[{name!r}] is not a schema: {ddl!r}", hint=DDL_HINT)
+    columns, depth, part = {}, 0, ""
+    for char in ddl + ",":
+        depth += {"(": 1, "<": 1, ")": -1, ">": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            words = part.strip().split(None, 1)
+            if len(words) != 2:
+                raise SqlwinUsageError(f"schemas[{name!r}] is not a schema: cannot read {part.strip()!r}",
+                                       hint=DDL_HINT)
+            column, kind = words[0].strip("`"), "".join(words[1].lower().split())
+            base = kind.split("(")[0]
+            columns[column] = _TYPE_NAMES.get(base, base) + kind[len(base):]
+            part = ""
+        else:
+            part += char
+    return columns
+
+
 def _name_items(spark: "SparkSession", planned: _Planned, analyse: bool) -> None:
     """Unaliased items (`count(*)`) get the names Spark gives them, asked of Spark over stand-ins of the
     declared columns; where Spark cannot be asked (no declared columns, or inside a query function),
@@ -102,7 +139,7 @@ def _name_items(spark: "SparkSession", planned: _Planned, analyse: bool) -> None
     agg = plan.aggregation
     if agg is None:
         return
-    if agg.relation.columns and analyse:
+    if agg.relation.columns and analyse and all(not isinstance(v, dict) for v in planned.schemas.values()):
         stand_ins = {name: spark.createDataFrame([], schema) for name, schema in planned.schemas.items()}
         name_select_items(plan, lambda sql: formatted(spark, sql, stand_ins).columns)
         return
@@ -111,8 +148,8 @@ def _name_items(spark: "SparkSession", planned: _Planned, analyse: bool) -> None
             raise SqlwinUsageError(
                 "An item without a name in a pipeline's sqlwin query: Spark names it when it analyses the query, "
                 "which a pipeline does only once it runs", node_position(item, item.sql(dialect="spark")),
-                "an alias (count(*) AS clicks); or swp.materialized_view / swp.streaming_table with the input's "
-                "columns in schemas={...}, which ask Spark for the name when the dataset is defined", query=plan.sql)
+                "an alias (count(*) AS clicks); or swp.materialized_view(..., schemas={table: 'col TYPE, ...'}), "
+                "which asks Spark for the name when the dataset is defined", query=plan.sql)
 
 
 def query(spark: "SparkSession", query: str, schemas: Schemas | None = None) -> "DataFrame":
@@ -208,6 +245,6 @@ def streaming_table(spark: "SparkSession", name: str, query: str, sources: t.Map
     flow = prepare_stream(spark, planned.plan,
                           {source: (by_name[planned.sources[source].lower()], schema)
                            for source, schema in planned.schemas.items()}, buckets)
-    # transformWithStateInPandas keeps its state in RocksDB only (sqlwin.session() sets this for a session)
+    # sqlwin.session() sets this for its sessions; a pipeline's is the pipeline's own
     spark_conf = {"spark.sql.streaming.stateStore.providerClass": STATE_STORE, **(options.pop("spark_conf", None) or {})}
     dp.table(name=name, spark_conf=spark_conf, **options)(lambda: flow.frame(spark))

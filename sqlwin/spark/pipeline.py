@@ -131,10 +131,10 @@ def _refuse_input(stateful: StatefulQuery, sources: dict) -> None:
     plan, rel = stateful.plan, stateful.relation
     if stateful.with_sql or _source_name(rel.source) not in sources:
         raise SqlwinUnsupportedError(
-            "A pipeline's streaming table reads its window function's input straight from a streaming dataset; "
+            "A pipeline's streaming table reads its window function's input straight from its source; "
             "a WITH clause or a subquery there is not built yet", rel.position,
-            "TABLE <a streaming dataset of the pipeline>; put the subquery or CTE into a @dp.temporary_view "
-            "(or @dp.table) over the stream and window that", query=plan.sql)
+            "TABLE <a name of sources=...>; the subquery's or CTE's work in that streaming DataFrame "
+            "(arriving.where(...).select(...))", query=plan.sql)
 
 
 def _refuse(plan: QueryPlan) -> None:
