@@ -110,6 +110,28 @@ def test_the_example_pipeline_writes_sqlwin_windows(tmp_path):
     ], key=repr)
 
 
+@pytest.mark.deploy
+def test_sw_sql_in_a_query_function_says_what_to_use_instead(tmp_path):
+    """sw.sql in a @dp.materialized_view function stops the pipeline with sqlwin's message (it said
+    "Unknown table clicks": the schema lookup is an analysis, which a query function may not do)."""
+    pytest.importorskip("yaml", reason="spark-pipelines needs PyYAML: pip install -e '.[pipelines]'")
+    (tmp_path / "pipeline" / "transformations").mkdir(parents=True)
+    (tmp_path / "pipeline" / "spark-pipeline.yml").write_text(
+        f"name: refused\nstorage: {(tmp_path / 'storage').as_uri()}\n"
+        "libraries:\n  - glob:\n      include: transformations/**\n")
+    (tmp_path / "pipeline" / "transformations" / "sessions.py").write_text(
+        "from pyspark import pipelines as dp\nimport sqlwin\n\n"
+        "@dp.materialized_view\ndef sessions():\n"
+        "    return sqlwin.attach(spark).sql('SELECT user_id, count(*) AS n FROM SESSION(TABLE clicks PARTITION BY '\n"
+        "        'user_id, DESCRIPTOR(ts), INTERVAL 30 MINUTES) GROUP BY user_id, window_start, window_end')\n")
+    done, seconds = _run(tmp_path)
+    print(f"spark-pipelines run (refused): exit {done.returncode} in {seconds:.0f} s")
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "sqlwin.errors.SqlwinUsageError: sw.sql / sw.stream cannot run in a pipeline's query function" in output
+    assert "swp.materialized_view" in output and "Unknown table" not in output
+
+
 # --------------------------------------------------------------------------- refused, and why
 
 
