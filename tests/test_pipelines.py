@@ -64,7 +64,7 @@ def test_the_example_pipeline_writes_sqlwin_windows(tmp_path):
     spec.write_text(spec.read_text().replace("file:///tmp/sqlwin-pipeline-example/storage",
                                              (tmp_path / "storage").as_uri()))
     with (tmp_path / "data" / "clicks.csv").open("a") as clicks:
-        clicks.write(",9Z,2023-12-14 00:20:00\n")  # no user: no window takes it
+        clicks.write(",9Z,2023-12-14 00:20:00\n")  # no user: rejected where the user is the key
 
     done, seconds = _run(tmp_path)
     print(f"spark-pipelines run: exit {done.returncode} in {seconds:.0f} s")
@@ -88,6 +88,13 @@ def test_the_example_pipeline_writes_sqlwin_windows(tmp_path):
         ("u1", _t("00:00"), _t("01:00"), 4),
         ("u1", _t("01:00"), _t("02:00"), 2),
     ], key=repr)
+    # The registered tumble() over a stream in a SQL file (CREATE STREAMING TABLE): each click with its
+    # half hour, the click without a user included (tumble has no key to reject it by).
+    assigned = ["id", "window_start", "window_end"]
+    half_hours = [("1A", _t("00:00"), _t("00:30")), ("1B", _t("00:00"), _t("00:30")), ("1C", _t("00:00"), _t("00:30")),
+                  ("2A", _t("00:30"), _t("01:00")), ("2B", _t("01:00"), _t("01:30")), ("3A", _t("01:30"), _t("02:00")),
+                  ("9Z", _t("00:00"), _t("00:30"))]
+    assert _table(tmp_path, "clicks_with_half_hour", assigned) == sorted(half_hours, key=repr)
     # The stream (swp.streaming_table): one micro-batch of all the clicks; u1's watermark after it is
     # 01:30 - 5 min = 01:25, which closes [00:00, 00:30) and [00:30, 01:00) only.
     stream_columns = ["user_id", "window_start", "window_end", "clicks", "last_click", "op", "firing"]
@@ -108,6 +115,8 @@ def test_the_example_pipeline_writes_sqlwin_windows(tmp_path):
         ("u1", _t("01:00"), _t("01:30"), 1, _t("01:00"), "+I", "on_time"),
         ("u1", _t("01:30"), _t("02:00"), 1, _t("01:30"), "+I", "on_time"),
     ], key=repr)
+    assert _table(tmp_path, "clicks_with_half_hour", assigned) == sorted(half_hours + [
+        ("4A", _t("02:00"), _t("02:30")), ("4B", _t("00:30"), _t("01:00")), ("5A", _t("01:30"), _t("02:00"))], key=repr)
 
 
 @pytest.mark.deploy
