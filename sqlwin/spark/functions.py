@@ -510,6 +510,7 @@ def _arrow_type(data_type: DataType) -> pa.DataType:
 
 def _function(name: str) -> type:
     def analyze(*args, **kwargs):
+        _no_empty_profiler_updates()
         try:
             if "sqlwin_refusal" in kwargs:  # a call the native plan refused (function_plans.Refused)
                 hint = kwargs.get("sqlwin_refusal_hint")
@@ -521,6 +522,37 @@ def _function(name: str) -> type:
 
     return type(name, (WindowFunction,), {"FUNCTION": name, "analyze": staticmethod(analyze),
                                           "__module__": __name__, "__qualname__": name})
+
+
+def _no_empty_profiler_updates() -> None:
+    """In the Python worker that runs `analyze` (on the driver, or a Spark Connect server): report
+    no accumulator updates for the UDF profiler's two accumulators when the profiler is off.
+
+    That worker (pyspark.sql.worker.utils.worker_run) registers both accumulators with an empty
+    value and sends them back whatever happened; the server then ends the command that analysed the
+    call with a `__python_accumulator__` observed metric, and a client reading the command as a
+    stream of events -- `spark-pipelines run` -- stops on it after the run completed
+    (`[UNKNOWN_RESPONSE] Unknown response: Plan observed(__python_accumulator__=...)`, exit 1). A
+    UDTF without `analyze` never starts that worker, so it never showed. With a profiler on
+    (spark.sql.pyspark.udf.profiler) the accumulators hold results and are sent as before.
+    In any other process nothing changes."""
+    utils = sys.modules.get("pyspark.sql.worker.utils")
+    if utils is None or "pyspark.sql.worker.analyze_udtf" not in sys.modules \
+            or getattr(utils.send_accumulator_updates, "sqlwin", False):
+        return
+    send_all = utils.send_accumulator_updates
+
+    def send_updates(outfile) -> None:
+        from pyspark.accumulators import SpecialAccumulatorIds, _accumulatorRegistry
+
+        for aid in (SpecialAccumulatorIds.SQL_UDF_PROFIER, SpecialAccumulatorIds.SQL_UDF_PROFIER_V2):
+            accumulator = _accumulatorRegistry.get(aid)
+            if accumulator is not None and not accumulator._value:
+                del _accumulatorRegistry[aid]
+        send_all(outfile)
+
+    send_updates.sqlwin = True
+    utils.send_accumulator_updates = send_updates
 
 
 def _without_traceback() -> None:

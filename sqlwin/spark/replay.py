@@ -209,20 +209,21 @@ def explain_replay(runner: "SparkRunner", plan: QueryPlan):
                         strategies)
 
 
-def integral_flags(rows: "DataFrame") -> tuple[bool | str, ...]:
+def integral_flags(rows) -> tuple[bool | str, ...]:
     """Per key / argument / row column: True an integer column (pandas shows a nullable one as
-    float), TIMESTAMP a timestamp column, else False."""
-    fields = [f for f in rows.schema.fields
+    float), TIMESTAMP a timestamp column, else False. `rows`: the input rows, or their schema."""
+    fields = [f for f in _schema(rows).fields
               if any(layout.index_of(f.name, prefix) is not None for prefix in ("__k", "__a", "__r"))]
     kinds = [value_kind(f.dataType) for f in fields]
     return tuple(TIMESTAMP if kind == select.TIMESTAMP else kind == select.INTEGER for kind in kinds)
 
 
-def record_schema(query: StatefulQuery, rows: "DataFrame"):
-    """The records' Spark schema: keys and carried row columns keep their types, aggregates get theirs."""
+def record_schema(query: StatefulQuery, rows):
+    """The records' Spark schema: keys and carried row columns keep their types, aggregates get theirs.
+    `rows`: the input rows, or their schema."""
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-    types = {f.name: f.dataType for f in rows.schema.fields}
+    types = {f.name: f.dataType for f in _schema(rows).fields}
     config = query.config
     spark_type = {"string": StringType(), "bigint": LongType()}
     fixed = {name: spark_type[kind] for name, kind in layout.RECORD_TYPES.items()}
@@ -239,6 +240,13 @@ def record_schema(query: StatefulQuery, rows: "DataFrame"):
             kind = types[name]
         fields.append(StructField(name, kind, True))
     return StructType(fields)
+
+
+def _schema(rows):
+    """A DataFrame's schema, or the schema itself."""
+    from pyspark.sql.types import StructType
+
+    return rows if isinstance(rows, StructType) else rows.schema
 
 
 def aggregate_type(spec, types: dict):

@@ -10,11 +10,14 @@ import contextlib
 import re
 import typing as t
 
-from sqlwin.errors import Position, SqlwinError, SqlwinValidationError, hide_internal_names
+from sqlwin.errors import Position, SqlwinError, SqlwinUsageError, SqlwinValidationError, hide_internal_names
 
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from sqlwin.sql.plan import QueryPlan
+
+# Spark's error for any analysis in a Spark Declarative Pipeline's query function (docs/pipelines.md)
+IN_PIPELINE_QUERY_FUNCTION = "ATTEMPT_ANALYSIS_IN_PIPELINE_QUERY_FUNCTION"
 
 
 class SparkRunner:
@@ -42,7 +45,14 @@ class SparkRunner:
 
         try:
             schema = self.spark.table(name).schema
-        except AnalysisException:
+        except AnalysisException as err:
+            if (err.getCondition() or "") == IN_PIPELINE_QUERY_FUNCTION:
+                raise SqlwinUsageError(
+                    "sw.sql / sw.stream cannot run in a pipeline's query function: they ask Spark for the tables' "
+                    "columns, and a pipeline forbids any analysis there (ATTEMPT_ANALYSIS_IN_PIPELINE_QUERY_FUNCTION)",
+                    hint="sqlwin.pipelines: swp.materialized_view(spark, name, query) / swp.streaming_table(...) in "
+                         "the pipeline file, or return swp.query(spark, query) from the query function "
+                         "(docs/pipelines.md)") from None
             return None
         return {f.name: f.dataType.simpleString() for f in schema.fields}
 

@@ -91,11 +91,16 @@ class StatefulQuery:
     # (every bucket closes it in the same micro-batch: one clock), and typed_emissions_sql merges
     # them -- the merged SQL of each aggregate over the partial columns __agg<j>.
     partial_merge: tuple[str, ...] | None = None
+    where_sql: str | None = None  # the query's WHERE over the input (part of source_sql)
 
     # -- step 1 ------------------------------------------------------------------------
 
     def input_sql(self, arrival: bool) -> str:
         """One row per input row. `arrival`: a replay, which also reads the recorded batches."""
+        return f"{self.with_sql}SELECT {', '.join(self.input_columns(arrival))} {self.source_sql}"
+
+    def input_columns(self, arrival: bool) -> list[str]:
+        """`input_sql`'s columns, as Spark SQL expressions over the window function's input."""
         rel, options = self.relation, self.relation.options
         columns = [f"{self._bucket_sql()} AS __bucket"]
         columns += [f"{sql} AS {layout.key(i)}" for i, sql in enumerate(self.key_sql)]
@@ -111,7 +116,7 @@ class StatefulQuery:
         if arrival:  # replay: micro-batch boundaries as recorded (each row its own batch without them)
             batch = options.get("arrival_batch") or options["arrival_order"]
             columns.append(f"{_ordinal_of(batch, rel.columns)} AS __batch")
-        return f"{self.with_sql}SELECT {', '.join(columns)} {self.source_sql}"
+        return columns
 
     def _bucket_sql(self) -> str:
         positions = self.config.clock_positions
@@ -133,10 +138,8 @@ class StatefulQuery:
         `carry`: a chain's first stage, whose other records (late, rejected, stats) go on to the
         second stage as JSON in a CARRY column (one projection: a second reader of the records
         would run the first stage's operator twice)."""
-        keys = [f"{layout.key(i)} AS {quote_identifier(name)}" for i, name in enumerate(self.key_names)]
-        aggregates = layout.aggregates(len(self.config.aggregates))
-        columns = [*keys, *self._window_columns(), "__windex AS window_index", *aggregates,
-                   "__op", "__firing", "__seq", "__batch"]
+        columns = self.typed_emission_columns()
+        keys = columns[:len(self.key_names)]
         if self.partial_merge is not None and not carry:
             # The buckets' partial aggregates of a window (all fired in one batch) merged into one row;
             # its sequence: the first bucket's (each bucket numbers its own emissions).
@@ -153,9 +156,23 @@ class StatefulQuery:
         columns.append(f"CASE WHEN __kind <> 'emit' THEN to_json({record}, map({options})) END AS {CARRY}")
         return f"SELECT {', '.join(columns)} FROM {records}"
 
+    def typed_emission_columns(self) -> list[str]:
+        """The columns of `typed_emissions_sql` (one stage, no partial aggregates), as Spark SQL
+        expressions over the records."""
+        keys = [f"{layout.key(i)} AS {quote_identifier(name)}" for i, name in enumerate(self.key_names)]
+        aggregates = layout.aggregates(len(self.config.aggregates))
+        return [*keys, *self._window_columns(), "__windex AS window_index", *aggregates,
+                "__op", "__firing", "__seq", "__batch"]
+
     def result_sql(self, typed: str, carry: bool = False) -> str:
         """The user's SELECT (and HAVING) over the typed emissions. `carry`: over
         `typed_emissions_sql(..., carry=True)`, whose carried records pass HAVING untouched."""
+        outputs, condition = self.result_parts(carry)
+        where = f" WHERE {condition}" if condition else ""
+        return f"SELECT {', '.join(outputs)} FROM {typed}{where}"
+
+    def result_parts(self, carry: bool = False) -> tuple[list[str], str | None]:
+        """`result_sql`'s columns and condition, as Spark SQL expressions over the typed emissions."""
         select: exp.Select = self.plan.ast
         outputs = [self._rewrite(e.copy()).sql(dialect="spark") for e in select.expressions]
         system = ["__op AS op", "__firing AS firing", "__seq AS emit_seq", "__batch", "__seq"]
@@ -168,8 +185,7 @@ class StatefulQuery:
         if carry:
             system.append(CARRY)
             condition = f"{CARRY} IS NOT NULL OR ({condition})" if condition else None
-        where = f" WHERE {condition}" if condition else ""
-        return f"SELECT {', '.join(outputs + system)} FROM {typed}{where}"
+        return outputs + system, condition
 
     def carried_schema(self, record_schema):
         """The Spark schema of this stage's records as it carries them on (CARRIED_FIELDS, __r*)."""
@@ -371,7 +387,7 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
     return StatefulQuery(
         plan=plan, relation=rel, config=config, key_names=key_names, argument_sql=arguments,
         aggregate_sql=[_aggregate_identity(n) for n in aggregate_nodes], row_columns=row_columns,
-        source_sql=source_sql, with_sql=with_sql, key_sql=keys,
+        source_sql=source_sql, with_sql=with_sql, key_sql=keys, where_sql=condition,
         bucket_count=count, bucket_ids=tuple(bucket_ids)[:count], carry=carry,
         where_guard=len(aggregate_nodes) if inside else None, spread=spread and count > 1, partial_merge=merge,
     )

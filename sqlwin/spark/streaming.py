@@ -40,7 +40,7 @@ from pyspark.sql import functions as F
 from sqlwin.errors import SqlwinError, SqlwinUnsupportedError, SqlwinUsageError
 from sqlwin.spark.around import describe as describe_around, outer_frame, rows_for_aggregates, stage_plan as around_stage
 from sqlwin.spark.connect import is_connect
-from sqlwin.spark.operator import (CARRIED, END_OF_INPUT, PACKED_SCHEMA, OperatorConfig, choose_runtime, clock_packer,
+from sqlwin.spark.operator import (CARRIED, END_OF_INPUT, OperatorConfig, choose_runtime, clock_packer,
                                    pack_rows)
 from sqlwin.spark.replay import integral_flags, record_schema
 from sqlwin.spark.processor import WindowProcessor
@@ -454,7 +454,20 @@ def _window_operator(runner: "SparkRunner", stateful: StatefulQuery, query_text:
     runtime in transformWithStateInPandas. (records, their schema, the clock that drives timers)
     `keyed`, `by_aggregates`: the checkpoint's state layout (`_kept_layout`)."""
     rows = runner.sql(stateful.input_sql(arrival=False), query_text)
-    schema = record_schema(stateful, rows)
+    return window_operator(stateful, rows, rows.schema, control, keyed=keyed, by_aggregates=by_aggregates)
+
+
+def window_operator(stateful: StatefulQuery, rows: "DataFrame", row_schema, control: "DataFrame | None",
+                    keyed: bool = False, by_aggregates: bool = True):
+    """`_window_operator` over input rows whose schema is known (`row_schema`): nothing here analyses a
+    DataFrame, so a pipeline's flow function, which may not, builds its stream with it
+    (sqlwin/spark/pipeline.py). `control`: the end-of-input rows (None: the input never ends)."""
+    from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
+
+    schema = record_schema(stateful, row_schema)
+    # PACKED_SCHEMA as a StructType: a DDL string is parsed by the server (over Spark Connect), an analysis
+    packed_schema = StructType([StructField("__bucket", IntegerType()), StructField("__pack", LongType()),
+                                StructField("__newest", LongType()), StructField("__blob", BinaryType())])
     config = stateful.config
     clock = "arrival" if stateful.relation.options.get("arrival_time") else (
         "processing" if config.timers else "none")
@@ -462,8 +475,10 @@ def _window_operator(runner: "SparkRunner", stateful: StatefulQuery, query_text:
     if stateful.spread:  # every bucket is told the stream's batch extremes
         side = "__a0" if stateful.plan.join is not None else None
         packer = clock_packer(stateful.bucket_ids or range(stateful.bucket_count), config.key_count, side)
-    packed = rows.mapInArrow(packer, PACKED_SCHEMA).withColumn("__control", F.lit(None).cast("string"))
-    operator_input = packed.unionByName(control, allowMissingColumns=True)
+    _known_schema(rows, row_schema)
+    packed = rows.mapInArrow(packer, packed_schema).withColumn("__control", F.lit(None).cast(StringType()))
+    operator_input = packed if control is None else packed.unionByName(control, allowMissingColumns=True)
+    input_schema = StructType([*packed_schema.fields, StructField("__control", StringType())])
     time_mode = "None"
     if clock == "arrival":
         # Spark's watermark over the arrival times is the recorded clock the timers follow. Spark
@@ -474,15 +489,25 @@ def _window_operator(runner: "SparkRunner", stateful: StatefulQuery, query_text:
         operator_input = operator_input.withColumn(
             "__ptime_ts", F.timestamp_micros(F.col("__newest") + F.lit(ARRIVAL_SLACK_US))) \
             .withWatermark("__ptime_ts", "1 day")
+        input_schema = input_schema.add(StructField("__ptime_ts", TimestampType()))
         time_mode = "EventTime"
     elif clock == "processing":
         time_mode = "ProcessingTime"
-    choice = choose_runtime(config, rows.schema, segmented_general=keyed, by_aggregates=by_aggregates)
+    _known_schema(operator_input, input_schema)
+    choice = choose_runtime(config, row_schema, segmented_general=keyed, by_aggregates=by_aggregates)
     runtime_class = choice.runtime if choice.segmented else None
-    processor = WindowProcessor(config, integral_flags(rows), clock, _tick_ms(config), operator_input.columns,
-                                rows.columns, runtime_class, schema)
+    processor = WindowProcessor(config, integral_flags(row_schema), clock, _tick_ms(config), input_schema.names,
+                                row_schema.names, runtime_class, schema)
     output = operator_input.groupBy("__bucket").transformWithStateInPandas(processor, schema, "Append", time_mode)
     return output, schema, clock
+
+
+def _known_schema(frame: "DataFrame", schema) -> None:
+    """Tell a Spark Connect DataFrame its schema, known here: mapInArrow and transformWithStateInPandas
+    ask for its columns, which would analyse the plan -- one more round trip, and refused in a
+    pipeline's flow function (sqlwin/spark/pipeline.py). A classic DataFrame has no such cache."""
+    if getattr(frame, "_cached_schema", False) is None:
+        frame._cached_schema = schema
 
 
 def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None = None):

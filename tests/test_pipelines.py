@@ -1,0 +1,216 @@
+"""Spark Declarative Pipelines (docs/pipelines.md): the shipped example pipeline, run by the real
+`spark-pipelines run` (it starts a Spark Connect server of its own), and what sqlwin.pipelines refuses.
+
+The example's tables are checked against values worked out by hand from sql_examples/data/clicks.csv
+(u1 clicks at 00:00, 00:10, 00:15, 00:50, 01:00, 01:30 on 2023-12-14), to which the test's copy adds a
+click without a user (rejected) and, before a second run, later clicks for the stream.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import sqlwin.pipelines as swp
+from sqlwin.errors import SqlwinError, SqlwinUnsupportedError, SqlwinUsageError
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = Path(sys.executable).parent / "spark-pipelines"
+CLICKS = "user_id STRING, id STRING, ts TIMESTAMP"
+
+
+def _t(hhmm: str) -> dt.datetime:
+    return dt.datetime(2023, 12, 14, int(hhmm[:2]), int(hhmm[3:]))
+
+
+def _run(workdir: Path) -> tuple[subprocess.CompletedProcess, float]:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
+           "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    started = time.monotonic()
+    # A Hive metastore (Derby, in `workdir`) remembers the tables between runs: with Spark's in-memory
+    # catalog a second run finds their directories but not the tables (LOCATION_ALREADY_EXISTS).
+    command = [str(CLI), "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.catalogImplementation=hive",
+               "run", "--spec", "pipeline/spark-pipeline.yml"]
+    done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=900)
+    return done, time.monotonic() - started
+
+
+def _table(workdir: Path, name: str, columns: list[str]) -> list[tuple]:
+    """A table the pipeline wrote (parquet under ./spark-warehouse), as sorted tuples of `columns`."""
+    import pyarrow.parquet as pq
+
+    frame = pq.read_table(workdir / "spark-warehouse" / name).to_pandas()
+    rows = [tuple(None if v != v else (v.to_pydatetime() if hasattr(v, "to_pydatetime") else v) for v in row)
+            for row in frame[columns].itertuples(index=False)]
+    return sorted(rows, key=repr)
+
+
+@pytest.mark.deploy
+def test_the_example_pipeline_writes_sqlwin_windows(tmp_path):
+    """`spark-pipelines run` twice over a copy of sql_examples/pipeline: exit 0 both times, each table
+    as computed by hand; the second run's stream closes the windows the first left open, from the
+    state the first kept, and drops a click for a window already closed (late)."""
+    pytest.importorskip("yaml", reason="spark-pipelines needs PyYAML: pip install -e '.[pipelines]'")
+    shutil.copytree(ROOT / "sql_examples" / "pipeline", tmp_path / "pipeline")
+    shutil.copytree(ROOT / "sql_examples" / "data", tmp_path / "data")
+    spec = tmp_path / "pipeline" / "spark-pipeline.yml"
+    spec.write_text(spec.read_text().replace("file:///tmp/sqlwin-pipeline-example/storage",
+                                             (tmp_path / "storage").as_uri()))
+    with (tmp_path / "data" / "clicks.csv").open("a") as clicks:
+        clicks.write(",9Z,2023-12-14 00:20:00\n")  # no user: rejected where the user is the key
+
+    done, seconds = _run(tmp_path)
+    print(f"spark-pipelines run: exit {done.returncode} in {seconds:.0f} s")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    assert "Run is COMPLETED" in done.stdout + done.stderr
+
+    # Sessions 30 minutes apart (swp.materialized_view): 00:45 ends the first (00:15 + 30 min), 00:50
+    # starts the next; 01:30 is exactly one gap after 01:00, so it starts a session of its own.
+    assert _table(tmp_path, "click_sessions", ["user_id", "window_start", "window_end", "clicks", "last_click"]) == [
+        ("u1", _t("00:00"), _t("00:45"), 3, _t("00:15")),
+        ("u1", _t("00:50"), _t("01:30"), 2, _t("01:00")),
+        ("u1", _t("01:30"), _t("02:00"), 1, _t("01:30")),
+    ]
+    # LATE ROWS INTO rejected_clicks: a materialized view of its own, the click without a user.
+    assert _table(tmp_path, "rejected_clicks", ["user_id", "id", "ts", "window_start", "reason"]) == [
+        (None, "9Z", _t("00:20"), None, "null_key")]
+    # The registered tumble() in the pipeline's SQL file: hours, grouped by user (NULL is a group
+    # there: tumble has no PARTITION BY).
+    assert _table(tmp_path, "clicks_hourly", ["user_id", "window_start", "window_end", "clicks"]) == sorted([
+        (None, _t("00:00"), _t("01:00"), 1),
+        ("u1", _t("00:00"), _t("01:00"), 4),
+        ("u1", _t("01:00"), _t("02:00"), 2),
+    ], key=repr)
+    # The registered tumble() over a stream in a SQL file (CREATE STREAMING TABLE): each click with its
+    # half hour, the click without a user included (tumble has no key to reject it by).
+    assigned = ["id", "window_start", "window_end"]
+    half_hours = [("1A", _t("00:00"), _t("00:30")), ("1B", _t("00:00"), _t("00:30")), ("1C", _t("00:00"), _t("00:30")),
+                  ("2A", _t("00:30"), _t("01:00")), ("2B", _t("01:00"), _t("01:30")), ("3A", _t("01:30"), _t("02:00")),
+                  ("9Z", _t("00:00"), _t("00:30"))]
+    assert _table(tmp_path, "clicks_with_half_hour", assigned) == sorted(half_hours, key=repr)
+    # The stream (swp.streaming_table): one micro-batch of all the clicks; u1's watermark after it is
+    # 01:30 - 5 min = 01:25, which closes [00:00, 00:30) and [00:30, 01:00) only.
+    stream_columns = ["user_id", "window_start", "window_end", "clicks", "last_click", "op", "firing"]
+    first = [("u1", _t("00:00"), _t("00:30"), 3, _t("00:15"), "+I", "on_time"),
+             ("u1", _t("00:30"), _t("01:00"), 1, _t("00:50"), "+I", "on_time")]
+    assert _table(tmp_path, "clicks_per_half_hour", stream_columns) == first
+
+    # More clicks arrive. u1 at 02:10 moves u1's watermark to 02:05: [01:00, 01:30) and [01:30, 02:00)
+    # close with the clicks of the first run (kept in the flow's state). u1 at 00:40 is late: its window
+    # [00:30, 01:00) closed in the first run. u2 at 01:40: u2's own watermark (01:35, a clock per user)
+    # leaves its window open.
+    (tmp_path / "data" / "clicks_later.csv").write_text(
+        "user_id,id,ts\nu1,4A,2023-12-14 02:10:00\nu1,4B,2023-12-14 00:40:00\nu2,5A,2023-12-14 01:40:00\n")
+    done, seconds = _run(tmp_path)
+    print(f"spark-pipelines run (again): exit {done.returncode} in {seconds:.0f} s")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    assert _table(tmp_path, "clicks_per_half_hour", stream_columns) == sorted(first + [
+        ("u1", _t("01:00"), _t("01:30"), 1, _t("01:00"), "+I", "on_time"),
+        ("u1", _t("01:30"), _t("02:00"), 1, _t("01:30"), "+I", "on_time"),
+    ], key=repr)
+    assert _table(tmp_path, "clicks_with_half_hour", assigned) == sorted(half_hours + [
+        ("4A", _t("02:00"), _t("02:30")), ("4B", _t("00:30"), _t("01:00")), ("5A", _t("01:30"), _t("02:00"))], key=repr)
+
+
+@pytest.mark.deploy
+def test_sw_sql_in_a_query_function_says_what_to_use_instead(tmp_path):
+    """sw.sql in a @dp.materialized_view function stops the pipeline with sqlwin's message (it said
+    "Unknown table clicks": the schema lookup is an analysis, which a query function may not do)."""
+    pytest.importorskip("yaml", reason="spark-pipelines needs PyYAML: pip install -e '.[pipelines]'")
+    (tmp_path / "pipeline" / "transformations").mkdir(parents=True)
+    (tmp_path / "pipeline" / "spark-pipeline.yml").write_text(
+        f"name: refused\nstorage: {(tmp_path / 'storage').as_uri()}\n"
+        "libraries:\n  - glob:\n      include: transformations/**\n")
+    (tmp_path / "pipeline" / "transformations" / "sessions.py").write_text(
+        "from pyspark import pipelines as dp\nimport sqlwin\n\n"
+        "@dp.materialized_view\ndef sessions():\n"
+        "    return sqlwin.attach(spark).sql('SELECT user_id, count(*) AS n FROM SESSION(TABLE clicks PARTITION BY '\n"
+        "        'user_id, DESCRIPTOR(ts), INTERVAL 30 MINUTES) GROUP BY user_id, window_start, window_end')\n")
+    done, seconds = _run(tmp_path)
+    print(f"spark-pipelines run (refused): exit {done.returncode} in {seconds:.0f} s")
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "sqlwin.errors.SqlwinUsageError: sw.sql / sw.stream cannot run in a pipeline's query function" in output
+    assert "swp.materialized_view" in output and "Unknown table" not in output
+
+
+# --------------------------------------------------------------------------- refused, and why
+
+
+@pytest.fixture()
+def arriving(spark, tmp_path):
+    (tmp_path / "in").mkdir()
+    return spark.readStream.schema(CLICKS).option("header", True).csv(str(tmp_path / "in"))
+
+
+STREAM_QUERY = """SELECT user_id, window_start, window_end, count(*) AS clicks
+FROM TUMBLE(TABLE arriving PARTITION BY user_id WATERMARK ts DELAY OF INTERVAL 5 MINUTES, DESCRIPTOR(ts),
+            INTERVAL 30 MINUTES)
+GROUP BY user_id, window_start, window_end"""
+
+
+def test_late_rows_into_a_streaming_table_is_refused_with_the_reason(spark, arriving):
+    with pytest.raises(SqlwinUnsupportedError) as refused:
+        swp.streaming_table(spark, "t", STREAM_QUERY + " EMIT FINAL LATE ROWS INTO late_clicks",
+                            sources={"arriving": arriving})
+    message = str(refused.value)
+    assert "LATE ROWS INTO late_clicks" in message and "a flow writes one table" in message
+    assert "line 2, column 6" in message and "late_sink" in message
+
+
+def test_a_streaming_table_over_a_pipeline_dataset_is_refused_with_the_reason(spark):
+    with pytest.raises(SqlwinUsageError) as refused:
+        swp.streaming_table(spark, "t", STREAM_QUERY, sources={})
+    message = str(refused.value)
+    assert "arriving is not one of the streaming table's sources" in message
+    assert "TABLE_OR_VIEW_NOT_FOUND" in message and "line 2, column" in message
+
+
+def test_a_batch_source_for_a_streaming_table_is_refused(spark):
+    with pytest.raises(SqlwinUsageError, match="not a streaming DataFrame"):
+        swp.streaming_table(spark, "t", STREAM_QUERY, sources={"arriving": spark.range(1)})
+
+
+def test_a_materialized_view_says_which_emit_it_cannot_hold(spark):
+    with pytest.raises(SqlwinError) as refused:
+        swp.query(spark, STREAM_QUERY.replace("arriving", "clicks") + " EMIT CHANGES")
+    assert "EMIT CHANGES" in str(refused.value) or "complete-input" in str(refused.value)
+
+
+def test_an_unnamed_item_needs_an_alias_where_spark_cannot_be_asked(spark):
+    with pytest.raises(SqlwinUsageError) as refused:
+        swp.query(spark, "SELECT user_id, window_start, count(*) FROM TUMBLE(TABLE clicks PARTITION BY user_id, "
+                         "DESCRIPTOR(ts), INTERVAL 30 MINUTES) GROUP BY user_id, window_start, window_end")
+    message = str(refused.value)
+    assert "An item without a name" in message and "line 1, column 31" in message
+    assert "count(*) AS clicks" in message
+
+
+def test_declared_columns_let_spark_name_an_unaliased_item_and_type_the_time(spark):
+    """With the input's columns declared, an item without an alias gets the name Spark gives it (asked
+    of Spark over an empty stand-in when the dataset is defined), and an epoch-ms time column is read
+    as one, as sw.sql reads them."""
+    complete = swp._complete(spark, "SELECT sensor, window_start, max(temperature) FROM TUMBLE(TABLE temps "
+                                    "PARTITION BY sensor, DESCRIPTOR(timestamp), INTERVAL 1 HOUR) "
+                                    "GROUP BY sensor, window_start, window_end",
+                             {"temps": "sensor STRING, temperature INT, timestamp BIGINT"}, analyse=True)
+    assert "AS `max(temperature)`" in complete.sql
+    assert "unix_micros" not in complete.sql  # epoch ms, not a TIMESTAMP
+    assert list(complete.sources.values()) == ["temps"]  # read by its name when the pipeline runs
+
+
+def test_declared_columns_in_a_query_function_are_read_without_asking_spark(spark):
+    """swp.query runs inside a query function, where even parsing a DDL string would be an analysis:
+    the columns' types are read without Spark (an epoch-ms time column, a type under another name)."""
+    complete = swp._complete(spark, "SELECT sensor, window_start, max(temperature) AS top FROM TUMBLE(TABLE temps "
+                                    "PARTITION BY sensor, DESCRIPTOR(timestamp), INTERVAL 1 HOUR) "
+                                    "GROUP BY sensor, window_start, window_end",
+                             {"temps": "sensor STRING, temperature DECIMAL(5, 1), timestamp LONG"}, analyse=False)
+    assert "unix_micros" not in complete.sql and "AS top" in complete.sql
