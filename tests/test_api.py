@@ -86,9 +86,11 @@ def test_explain_of_a_stream_says_how_the_stream_runs(sw, clicks):
     changes = final.replace("LATE ROWS INTO api_late", "EMIT CHANGES")
     assert "the general window runtime" in str(sw.explain(changes, stream=True))
     assert str(sw.explain(final)).startswith("mode: complete input")  # the same text, run by sw.sql
-    with pytest.raises(SqlwinError) as refused:
-        sw.explain("SELECT * FROM TUMBLE(TABLE api_clicks, DESCRIPTOR(ts), INTERVAL 10 MINUTES)", stream=True)
-    assert "one windowed aggregation" in str(refused.value) or "GROUP BY" in str(refused.value)
+    rows = str(sw.explain("SELECT * FROM TUMBLE(TABLE api_clicks, DESCRIPTOR(ts), INTERVAL 10 MINUTES)", stream=True))
+    assert "around: the window function's rows are the stateful stage" in rows and "as they arrive" in rows
+    with pytest.raises(SqlwinError) as refused:  # a session's rows: formed from the rows together
+        sw.explain("SELECT * FROM SESSION(TABLE api_clicks, DESCRIPTOR(ts), INTERVAL 10 MINUTES)", stream=True)
+    assert "TUMBLE, HOP and CUMULATE" in str(refused.value) and "GROUP BY" in str(refused.value)
 
 
 def test_epoch_ms_results_stay_epoch_ms(sw, spark):

@@ -122,7 +122,6 @@ def cases(seed: int = 23, count: int = 15):
 
 @pytest.fixture(scope="module")
 def tables(spark):
-    from pyspark.sql import Row  # noqa: F401
 
     spark.createDataFrame([("a", "alpha"), ("b", "beta"), ("c", "gamma")], "k STRING, label STRING") \
         .createOrReplaceTempView("around_dim")

@@ -83,8 +83,12 @@ def describe(around: Around, mode: str) -> str:
         "per micro-batch, in foreachBatch, over the batch's results of the stage"
     per_window = f" ({around.per_window_text}: each window's results are whole in one micro-batch, " \
                  "one clock for the stream closing it in every bucket at once)" if around.per_window else ""
-    return (f"around: the window functions in {around.name} are the stateful stage; the SQL around their results "
-            f"runs as Spark SQL {when}{per_window}: {around.outer_sql('<stage results>')}")
+    stage = (f"the window functions in {around.name} are the stateful stage" if around.rows_sql is None else
+             "the window function's rows are the stateful stage (each distinct row per window with its copies, "
+             + ("kept until the window closes)" if around.per_window or "EMIT FINAL" in around.stage_sql
+                else "given as they arrive)"))
+    return (f"around: {stage}; the SQL around their results runs as Spark SQL {when}{per_window}: "
+            f"{around.outer_sql('<stage results>')}")
 
 
 def rows_for_aggregates(plan: QueryPlan, planner: t.Callable[[str], QueryPlan]) -> QueryPlan:
