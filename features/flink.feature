@@ -312,3 +312,43 @@ Feature: Flink SQL's windowing examples (nightlies.apache.org/flink/flink-docs-s
       | mode      |
       | replay    |
       | streaming |
+
+  @flink-window-join
+  Scenario Outline: Window join: a FULL JOIN of two tables per num and 5-minute window (<mode>)
+    # window-join.md, "FULL JOIN". Flink reads each side through `(SELECT * FROM TABLE(TUMBLE(...))) L`;
+    # sqlwin joins the window functions themselves (the same windows, the same rows).
+    Given the stream "LeftTable", arriving in this order:
+      | row_time            | num | id | arrival | batch |
+      | 2020-04-15 12:02:00 | 1   | L1 | 1       | 1     |
+      | 2020-04-15 12:06:00 | 2   | L2 | 2       | 1     |
+      | 2020-04-15 12:03:00 | 3   | L3 | 3       | 1     |
+    And the stream "RightTable", arriving in this order:
+      | row_time            | num | id | arrival | batch |
+      | 2020-04-15 12:01:00 | 2   | R2 | 4       | 1     |
+      | 2020-04-15 12:04:00 | 3   | R3 | 5       | 1     |
+      | 2020-04-15 12:05:00 | 4   | R4 | 6       | 1     |
+    When I run the query in <mode> mode:
+      """
+      SELECT L.num AS L_Num, L.id AS L_Id, R.num AS R_Num, R.id AS R_Id,
+             COALESCE(L.window_start, R.window_start) AS window_start,
+             COALESCE(L.window_end, R.window_end) AS window_end
+      FROM TUMBLE(TABLE LeftTable WATERMARK row_time DELAY OF INTERVAL 1 SECOND
+                    WITH (arrival_order = arrival, arrival_batch = batch),
+                  DESCRIPTOR(row_time), INTERVAL '5' MINUTES) L
+      FULL JOIN TUMBLE(TABLE RightTable WATERMARK row_time DELAY OF INTERVAL 1 SECOND
+                         WITH (arrival_order = arrival, arrival_batch = batch),
+                       DESCRIPTOR(row_time), INTERVAL '5' MINUTES) R
+      ON L.num = R.num AND L.window_start = R.window_start AND L.window_end = R.window_end
+      """
+    Then the result is:
+      | L_Num | L_Id | R_Num | R_Id | window_start        | window_end          |
+      | 1     | L1   | NULL  | NULL | 2020-04-15 12:00:00 | 2020-04-15 12:05:00 |
+      | NULL  | NULL | 2     | R2   | 2020-04-15 12:00:00 | 2020-04-15 12:05:00 |
+      | 3     | L3   | 3     | R3   | 2020-04-15 12:00:00 | 2020-04-15 12:05:00 |
+      | 2     | L2   | NULL  | NULL | 2020-04-15 12:05:00 | 2020-04-15 12:10:00 |
+      | NULL  | NULL | 4     | R4   | 2020-04-15 12:05:00 | 2020-04-15 12:10:00 |
+
+    Examples:
+      | mode      |
+      | replay    |
+      | streaming |
