@@ -12,7 +12,15 @@ The stage is one stateful stage (a windowed aggregation, a windowed join, or a c
 rest -- projections, CASE, filters on window columns, joins to static tables, UNION ALL, a window
 Top-N, an aggregation per window -- is Spark SQL that replay and streaming run over the stage's
 results: once over a replay's, per micro-batch over a stream's. Over a finished table the whole
-statement is Spark SQL and none of this applies.
+statement is Spark SQL (the stage lowered as the stage alone would be).
+
+Three statements become a stage and SQL around it without a subquery of the user's:
+- GROUPING SETS / ROLLUP / CUBE (`grouping_around`): the stage groups by every key of every set,
+  the SQL around merges the partial aggregates into each set per window;
+- a window function's rows, TUMBLE / HOP / CUMULATE without GROUP BY (`_rows_around`): the stage
+  keeps each distinct row per window, the SQL around reads the rows back;
+- an aggregate the runtime keeps no state for (spark/around.py `rows_for_aggregates`): the same
+  statement with its window function read as rows.
 
 Per micro-batch is the same answer as over the whole result only where each piece of SQL sees a
 window's results whole: EMIT FINAL (each window's row once, final), and, for a piece that combines
