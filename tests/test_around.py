@@ -93,6 +93,11 @@ AROUND = {
     "flink_q7": "SELECT B.k, B.v, B.ts, B.window_end FROM {function} B JOIN (SELECT max(v) AS maxv, window_start, "
                 "window_end FROM {function} GROUP BY window_start, window_end) B1 ON B.v = B1.maxv "
                 "AND B.window_start = B1.window_start AND B.window_end = B1.window_end",
+    # a windowed join (the stream with itself, per key and window) followed by an aggregation per window
+    "join_then_aggregate": "SELECT window_start, window_end, count(*) AS pairs, sum(av * bv) AS s FROM ("
+                           "SELECT a.k, a.v AS av, b.v AS bv, a.window_start, a.window_end FROM {function} a "
+                           "JOIN {function} b ON a.k = b.k AND a.window_start = b.window_start "
+                           "AND a.window_end = b.window_end) j GROUP BY window_start, window_end",
     # Nexmark q5 exactly as Flink writes it: two copies of one windowed aggregation, selecting
     # different columns (one stage), joined on the windows with their maximum
     "flink_q5": "SELECT AuctionBids.k, AuctionBids.num FROM (SELECT k, count(*) AS num, window_start AS starttime, "
@@ -110,13 +115,14 @@ def query(shape: str, window: str, arrival: bool, having: bool = False, where: b
         .replace("{function}", window_function(window, arrival))
 
 
-def cases(seed: int = 23, count: int = 15):
+def cases(seed: int = 23, count: int = 16):
     """Every shape once, each with a random window kind, HAVING and WHERE in the stage."""
     rng = random.Random(seed)
     shapes = list(AROUND)
     rng.shuffle(shapes)
     kinds = lambda shape: ["tumble", "hop", "cumulate"] + (  # noqa: E731
-        [] if shape.startswith("tvf") or shape in ("spark_aggregates", "flink_q7") else ["session"])
+        [] if shape.startswith("tvf") or shape in ("spark_aggregates", "flink_q7", "join_then_aggregate")
+        else ["session"])
     return [(shape, rng.choice(kinds(shape)), rng.random() < 0.4, rng.random() < 0.3) for shape in shapes[:count]]
 
 
