@@ -18,12 +18,11 @@ from sqlwin.errors import SqlwinUnsupportedError
 from sqlwin.sql.around import Around
 from sqlwin.sql.dialect import SqlwinDialect, WindowTVF
 from sqlwin.sql.plan import Cumulate, Hop, QueryPlan, Tumble
+from sqlwin.spark.stateful import RESULT_ORDER, SYSTEM_COLUMNS, runtime_computes  # results carry the first two
 
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-SYSTEM_COLUMNS = ("op", "firing", "emit_seq")  # a stage's results carry them; the SQL around reads the rest
-HIDDEN = ("__batch", "__seq")
 
 
 def stage_plan(plan: QueryPlan, mode: str, streams: t.Iterable[str] = ()) -> QueryPlan:
@@ -72,9 +71,12 @@ def outer_frame(spark: "SparkSession", around: Around, stage_results: "DataFrame
     own columns only, as over a finished table (its firings are final: op / firing / emit_seq say
     nothing more)."""
     view = f"__sqlwin_around_{uuid.uuid4().hex[:12]}"
-    keep = [c for c in stage_results.columns if c not in SYSTEM_COLUMNS and c not in HIDDEN]
+    keep = [c for c in stage_results.columns if c not in SYSTEM_COLUMNS and c not in RESULT_ORDER]
     stage_results.select(*keep).createOrReplaceTempView(view)
-    return spark.sql(around.outer_sql(view))
+    try:  # analysed now: the DataFrame keeps its plan, and a stream leaves no view per micro-batch behind
+        return spark.sql(around.outer_sql(view))
+    finally:
+        spark.catalog.dropTempView(view)
 
 
 def describe(around: Around, mode: str) -> str:
@@ -97,8 +99,6 @@ def rows_for_aggregates(plan: QueryPlan, planner: t.Callable[[str], QueryPlan]) 
     rows are the stage (kept until the window closes) and Spark aggregates them per window, in the
     micro-batch that closes it -- the same statement, its window function read as rows. Any other
     plan is returned as it is."""
-    from sqlwin.spark.stateful import runtime_computes
-
     agg = plan.aggregation
     if (agg is None or agg.grouping_analytics is not None or plan.join is not None or plan.propagation is not None
             or plan.around is not None or not isinstance(agg.relation.windower, (Tumble, Hop, Cumulate))

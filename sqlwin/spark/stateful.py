@@ -43,7 +43,7 @@ from sqlwin.sql.plan import (
 from sqlwin.spark import layout
 from sqlwin.spark.operator import CARRY, OperatorConfig
 from sqlwin.runtime import AggregateSpec
-from sqlwin.sql.text import identifier_name, named_struct, quote_identifier, quote_string
+from sqlwin.sql.text import identifier_name, json_options_sql, named_struct, quote_identifier
 
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -56,8 +56,6 @@ RESULT_ORDER = ("__batch", "__seq")  # hidden columns of the result: arrival bat
 # input, which the second stage's operator hands on as a 'carried' record. Timestamps keep their
 # microseconds (JSON's default format keeps milliseconds).
 CARRIED_FIELDS = ("__kind", "__wstart", "__wend", "__etime", "__late_by", "__reason", "__stats")
-JSON_OPTIONS = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX",
-                "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"}
 # The columns a chain's second stage reads besides the first stage's results (the carried records;
 # a replay's arrival order and batch): never part of a late row.
 STAGE_COLUMNS = (CARRY, "__arrival", "__batch")
@@ -152,8 +150,7 @@ class StatefulQuery:
         if not carry:
             return f"SELECT {', '.join(columns)} FROM {records} WHERE __kind = 'emit'"
         record = named_struct((name, name) for name in (*CARRIED_FIELDS, *layout.carried_columns(self.config.late_width)))
-        options = ", ".join(f"{quote_string(k)}, {quote_string(v)}" for k, v in JSON_OPTIONS.items())
-        columns.append(f"CASE WHEN __kind <> 'emit' THEN to_json({record}, map({options})) END AS {CARRY}")
+        columns.append(f"CASE WHEN __kind <> 'emit' THEN to_json({record}, {json_options_sql()}) END AS {CARRY}")
         return f"SELECT {', '.join(columns)} FROM {records}"
 
     def typed_emission_columns(self) -> list[str]:

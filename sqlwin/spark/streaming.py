@@ -44,13 +44,13 @@ from sqlwin.spark.operator import (CARRIED, END_OF_INPUT, OperatorConfig, choose
                                    pack_rows)
 from sqlwin.spark.replay import integral_flags, record_schema
 from sqlwin.spark.processor import WindowProcessor
-from sqlwin.spark.stateful import (JSON_OPTIONS, STAGE_VIEW, UPSTREAM_ROW, StatefulQuery, can_spread_clock, chain_late,
+from sqlwin.spark.stateful import (STAGE_VIEW, UPSTREAM_ROW, StatefulQuery, can_spread_clock, chain_late,
                                    check_input_types, prepare_stateful)
 from sqlwin.outputs import claim_sinks, read_metadata, write_json
 from sqlwin.spark import supervision
 from sqlwin.sql.joins import describe_join
 from sqlwin.sql.plan import describe_emit, describe_time, describe_watermark, describe_windower, outer_query
-from sqlwin.sql.text import quote_identifier
+from sqlwin.sql.text import JSON_OPTIONS, quote_identifier
 
 SOURCE_VIEW = "__sqlwin_source_"  # a stream's source is read through a view of this prefix, not its name
 

@@ -39,7 +39,7 @@ from sqlglot import exp
 
 from sqlwin.errors import Position, SqlwinError, SqlwinUnsupportedError
 from sqlwin.sql.dialect import SqlwinDialect, WindowTVF
-from sqlwin.sql.text import quote_string
+from sqlwin.sql.text import json_options_sql, named_struct, quote_identifier, quote_string
 
 STAGE_MARKER = "__sqlwin_stage_results"  # the stage's results in the outer query, until a view replaces it
 
@@ -499,12 +499,9 @@ def _rows_around(ast: exp.Expr, selects: list[exp.Select], windows: list,
     for key in ("emit", "late_into"):
         outer.set(key, None)
     columns = [c for c in relation.columns if c.lower() not in ("window_start", "window_end", "window_time")]
-    fields = ", ".join(f"{quote_string(c)}, {exp.to_identifier(c, quoted=True).sql(dialect='spark')}"
-                       for c in columns)
-    options = "map(" + ", ".join(quote_string(x) for x in (
-        "timestampFormat", "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX", "timestampNTZFormat", "yyyy-MM-dd'T'HH:mm:ss.SSSSSS")) + ")"
-    row = f"to_json(named_struct({fields}), {options})"
-    ddl = ", ".join(f"{exp.to_identifier(c, quoted=True).sql(dialect='spark')} {relation.columns[c]}" for c in columns)
+    options = json_options_sql()
+    row = f"to_json({named_struct((c, quote_identifier(c)) for c in columns)}, {options})"
+    ddl = ", ".join(f"{quote_identifier(c)} {relation.columns[c]}" for c in columns)
     partition = [f"{p} AS __pk{i}" for i, p in enumerate(relation.partition_by)]
     bounds = "window_start, window_end, window_time"
     tvf = node.copy()

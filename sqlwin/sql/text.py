@@ -32,6 +32,16 @@ def named_struct(fields: "t.Iterable[tuple[str, str]]") -> str:
     return f"named_struct({', '.join(f'{quote_string(name)}, {value}' for name, value in fields)})"
 
 
+# to_json / from_json options that keep a timestamp's microseconds (JSON's default keeps milliseconds)
+JSON_OPTIONS = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX",
+                "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"}
+
+
+def json_options_sql() -> str:
+    """JSON_OPTIONS as a Spark SQL map literal, to_json's and from_json's last argument."""
+    return f"map({', '.join(f'{quote_string(k)}, {quote_string(v)}' for k, v in JSON_OPTIONS.items())})"
+
+
 def identifier_name(sql: str) -> str | None:
     """The plain name a one-column (or one-table) SQL reference stands for, unquoted; None otherwise.
 
