@@ -561,6 +561,7 @@ class Engine:
     handle: object = None  # sqlwin's StreamingWindowQuery
     seen: int = -1
     per_batch: list = field(default_factory=list)  # (wall s, cpu s, rows read, Spark micro-batches)
+    phases: list = field(default_factory=list)  # each micro-batch's Spark durationMs, summed over its Spark batches
 
     def feed(self, index: int, entry: dict) -> None:
         started, cpu = time.perf_counter(), cpu_seconds()
@@ -585,6 +586,11 @@ class Engine:
         if fresh:
             self.seen = fresh[-1]["batchId"]
         self.per_batch.append((wall, used, sum(p["numInputRows"] for p in fresh), len(fresh)))
+        phases: dict = {}
+        for progress in fresh:
+            for phase, ms in progress["durationMs"].items():
+                phases[phase] = phases.get(phase, 0) + ms
+        self.phases.append(phases)
 
     def stop(self) -> None:
         try:
@@ -903,6 +909,10 @@ def run_query(spark, sw, F, query: Query, schemas: dict, written: list[dict], ro
               f"CPU {cpu:.1f} s = {events / cpu:,.0f} events per CPU-second; per micro-batch median "
               f"{result[engine.name]['median_ms']:,.0f} ms, {result[engine.name]['spark_batches']:.1f} Spark "
               f"batches{note}")
+        phases = engine.phases[warm:]
+        names = sorted({n for p in phases for n in p if n != "triggerExecution"})
+        print(f"   {'':>6}  Spark durationMs, median per micro-batch: " + ", ".join(
+            f"{n} {statistics.median(p.get(n, 0) for p in phases):,.0f}" for n in ["triggerExecution", *names]))
     if theirs is not None:
         result["ratio"] = result["sqlwin"]["events_per_s"] / result["native"]["events_per_s"]
     try:

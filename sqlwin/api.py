@@ -228,7 +228,12 @@ class _SchemaResolver:
     def _cte_schema(self, name: str) -> dict[str, str] | None:
         ast = parse_one(self.query)
         probe = exp.select("*").from_(exp.Table(this=exp.to_identifier(name, quoted=True)))
-        probe.set("with_", ast.args.get("with_"))
+        with_ = ast.args.get("with_")
+        if with_ is not None:  # the CTEs up to this one (it reads only earlier ones): no later window function
+            ctes = list(with_.expressions)
+            upto = next((i for i, c in enumerate(ctes) if c.alias.lower() == name), len(ctes) - 1)
+            with_ = exp.With(expressions=ctes[:upto + 1], recursive=with_.args.get("recursive"))
+        probe.set("with_", with_)
         from sqlwin.sql.dialect import SqlwinDialect
 
         probe_sql = probe.sql(dialect=SqlwinDialect)

@@ -185,6 +185,78 @@ def test_late_rows_replay_equals_stream(sw, spark, tables, tmp_path, shape, wind
     assert Counter(r[:3] for r in fed.late_rows) == replay_late
 
 
+# -- the rows of windows formed from the rows together ---------------------------------------------
+
+TOGETHER = {  # a window a row's neighbours decide: its rows come when it closes, whole
+    "session": "SESSION(TABLE {t} PARTITION BY k, DESCRIPTOR(ts), INTERVAL 4 MINUTES)",
+    "session_all_keys": "SESSION(TABLE {t}, DESCRIPTOR(ts), INTERVAL 90 SECONDS)",
+    # a replay and a stream count a COUNT_WINDOW's rows in arrival order: ordered by it here too
+    "count_window": "COUNT_WINDOW(TABLE {t} PARTITION BY k ORDER BY off, 3)",
+    "slide": "SLIDE(TABLE {t} PARTITION BY k, DESCRIPTOR(ts), INTERVAL 3 MINUTES)",
+}
+
+TOGETHER_SHAPES = {
+    "rows": "SELECT * FROM {function} WHERE v > 3",
+    "top_n": "SELECT k, ts, v, window_start, window_end FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k, "
+             "window_start, window_end ORDER BY v DESC, ts) AS rn FROM {function}) WHERE rn <= 2",
+    "spark_aggregates": "SELECT k, window_start, window_end, percentile_approx(v, 0.5) AS med, "
+                        "array_sort(collect_set(v)) AS vs, count(*) AS n FROM {function} "
+                        "GROUP BY k, window_start, window_end",
+}
+
+
+def together(shape: str, window: str, arrival: bool) -> str:
+    options = " WITH (arrival_order = off, arrival_batch = batch)" if arrival else ""
+    function = TOGETHER[window].format(t=f"ev WATERMARK ts DELAY OF INTERVAL 2 MINUTES{options}")
+    text = TOGETHER_SHAPES[shape].replace("{function}", function)
+    if window == "session_all_keys":  # no PARTITION BY: one session stream over every key
+        text = text.replace("PARTITION BY k, window_start", "PARTITION BY window_start").replace(
+            "GROUP BY k, window_start", "GROUP BY window_start").replace("SELECT k, window_start", "SELECT window_start")
+    return text
+
+
+@pytest.mark.parametrize("shape,window", [("rows", "session"), ("rows", "count_window"), ("rows", "slide"),
+                                          ("top_n", "session"), ("spark_aggregates", "session_all_keys")])
+def test_rows_of_windows_formed_together_in_every_mode(sw, spark, tables, tmp_path, shape, window):
+    """SESSION, COUNT_WINDOW and SLIDE rows (and any Spark aggregate over them): each window's rows
+    when it closes, the same as over the finished table."""
+    from sqlwin.testing import feed_stream
+
+    tables["on_time"].createOrReplaceTempView("ev")
+    complete = rows(sw.sql(together(shape, window, False)))
+    assert complete, "the case must have results to compare"
+    if window.startswith("session"):  # sessions of several rows, or the case tests no merging
+        merged = sw.sql(together("rows", window, False)).groupBy("window_start", "window_end").count()
+        assert merged.where("count > 2").count() > 0
+    assert rows(sw.sql(together(shape, window, True))) == complete, f"{shape}/{window}: replay"
+    fed = feed_stream(sw, together(shape, window, False), tables["on_time"], "ev", "batch", "off",
+                      workdir=str(tmp_path))
+    assert fed_rows(fed) == complete, f"{shape}/{window}: the stream differs from complete input"
+
+
+def test_a_sessions_rows_with_late_rows_replay_equals_stream(sw, spark, tables, tmp_path):
+    from sqlwin.testing import feed_stream
+
+    tables["late"].createOrReplaceTempView("ev")
+    text = together("rows", "session", True) + " LATE ROWS INTO together_late"
+    replay = rows(sw.sql(text))
+    replay_late = Counter(tuple(r)[:3] for r in spark.table("together_late").collect())
+    assert replay_late, "the case must have late rows"
+    assert replay != rows(sw.sql(together("rows", "session", False))), "late rows must change the answer"
+    fed = feed_stream(sw, together("rows", "session", False) + " LATE ROWS INTO together_late",
+                      tables["late"], "ev", "batch", "off", workdir=str(tmp_path), late=True)
+    assert fed_rows(fed) == replay
+    assert Counter(r[:3] for r in fed.late_rows) == replay_late
+
+
+def test_a_sessions_rows_come_once_when_it_closes(sw, tables):
+    tables["on_time"].createOrReplaceTempView("ev")
+    with pytest.raises(SqlwinUnsupportedError) as err:
+        sw.sql(together("rows", "session", True) + " EMIT CHANGES")
+    assert "known when it closes" in err.value.message
+    assert err.value.position is not None and err.value.position.text.startswith("EMIT")
+
+
 # -- Flink's documentation: Window Top-N ---------------------------------------------------------
 
 FLINK_BIDS = [  # docs/dev/table/sql/queries/window-topn.md, the Bid table

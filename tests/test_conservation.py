@@ -244,3 +244,51 @@ def test_a_chain_accounts_for_every_row_at_each_stage(sw, spark, tmp_path):
             assert status["rows"] == len(rows)
             assert status["stages"][1] == {"late": sum(1 for r in first if r["reason"] == "late"),
                                            "rejected": sum(1 for r in first if r["reason"] != "late")}
+
+
+CHAIN_OF_THREE = (
+    "WITH per_key AS (SELECT k, window_start, window_end, window_time, count(*) AS n "
+    "FROM TUMBLE(TABLE cons_chain3 PARTITION BY k WATERMARK ts DELAY OF INTERVAL 1 MINUTE {arrival}, "
+    "DESCRIPTOR(ts), INTERVAL 5 MINUTES) GROUP BY k, window_start, window_end, window_time), "
+    "per_key_10 AS (SELECT k, window_start, window_end, window_time, sum(n) AS n FROM TUMBLE(TABLE per_key "
+    "PARTITION BY k, DESCRIPTOR(window_time), INTERVAL 10 MINUTES) GROUP BY k, window_start, window_end, window_time) "
+    "SELECT window_start, window_end, sum(n) AS total, count(*) AS keys FROM HOP(TABLE per_key_10, "
+    "DESCRIPTOR(window_time), INTERVAL 20 MINUTES, INTERVAL 40 MINUTES) GROUP BY window_start, window_end "
+    "LATE ROWS INTO cons_chain3_late")
+
+
+def test_a_chain_of_three_accounts_for_every_row_at_each_stage(sw, spark, tmp_path):
+    """Three chained aggregations (5 min per key, 10 min per key, a 40 min HOP over all keys): every
+    row in a window or late at its stage, each late row with its stage and the row it came as; with
+    no row late, the answer is complete input's."""
+    rows = _stream(random.Random(12), 90)
+    table = _table(spark, "cons_chain3", rows)
+    for mode in ("replay",):
+        results, late, status = _outputs(sw, spark, CHAIN_OF_THREE.format(arrival=ARRIVAL), table, "cons_chain3",
+                                         mode, tmp_path, "cons_chain3_late")
+        by_stage = {s: [r for r in late if r["stage"] == s] for s in (1, 2, 3)}
+        assert len(late) == sum(map(len, by_stage.values())), "a stage number outside 1-3"
+        assert by_stage[1], "the stream has late and bad rows"
+        assert all(r["upstream_row"]["n"] for r in by_stage[2])
+        assert all(r["upstream_row_2"]["n"] for r in by_stage[3])
+        # a HOP counts each second-stage row in two windows: the windows' totals hold each input row twice
+        windowed = (sum(r["total"] for r in results) / 2 + sum(r["upstream_row_2"]["n"] for r in by_stage[3])
+                    + sum(r["upstream_row"]["n"] for r in by_stage[2]))
+        assert windowed + len(by_stage[1]) == len(rows), mode
+        assert {r["id"] for r in by_stage[1] if r["reason"] != "late"} == \
+            {r[0] for r in rows if r[1] is None or r[2] is None}
+        if status is not None:
+            assert status["rows"] == len(rows)
+
+
+def test_a_chain_of_three_gives_complete_inputs_answer(sw, spark):
+    rows = [(i, k, dt.datetime(2024, 1, 1) + dt.timedelta(seconds=37 * i), i % 7, i, i // 20)
+            for i, k in zip(range(200), "abcab" * 40)]
+    _table(spark, "cons_chain3", rows)
+    text = CHAIN_OF_THREE.replace(" LATE ROWS INTO cons_chain3_late", "")
+    complete = sorted(tuple(r) for r in sw.sql(text.format(arrival="")).collect())
+    # by hand: 200 rows 37 s apart span 00:00 - 02:02:43; the 10 min windows' window_times (00:09:59.999999
+    # ... 02:09:59.999999) each fall in two 40 min HOPs: 8 windows starting 23:40 ... 02:00, every row twice
+    assert len(complete) == 8 and sum(r[2] for r in complete) == 2 * 200, complete
+    replayed = sorted(tuple(r)[:4] for r in sw.sql(text.format(arrival=ARRIVAL)).collect())
+    assert replayed == complete

@@ -17,7 +17,8 @@ from sqlglot import exp
 from sqlwin.errors import SqlwinUnsupportedError
 from sqlwin.sql.around import Around
 from sqlwin.sql.dialect import SqlwinDialect, WindowTVF
-from sqlwin.sql.plan import Cumulate, Hop, QueryPlan, Tumble
+from sqlwin.ir import CountWindow, Cumulate, Hop, Session, Slide, Tumble
+from sqlwin.sql.plan import QueryPlan
 from sqlwin.spark.stateful import RESULT_ORDER, SYSTEM_COLUMNS, runtime_computes  # results carry the first two
 
 if t.TYPE_CHECKING:
@@ -95,13 +96,14 @@ def describe(around: Around, mode: str) -> str:
 
 def rows_for_aggregates(plan: QueryPlan, planner: t.Callable[[str], QueryPlan]) -> QueryPlan:
     """A windowed aggregation with an aggregate the window runtime has no state for (percentiles,
-    approx_count_distinct, collect_set, string_agg ...), over TUMBLE, HOP or CUMULATE: the window's
-    rows are the stage (kept until the window closes) and Spark aggregates them per window, in the
-    micro-batch that closes it -- the same statement, its window function read as rows. Any other
-    plan is returned as it is."""
+    approx_count_distinct, collect_set, string_agg ...), over TUMBLE, HOP, CUMULATE, SESSION,
+    COUNT_WINDOW or SLIDE: the window's rows are the stage (kept until the window closes) and Spark
+    aggregates them per window, in the micro-batch that closes it -- the same statement, its window
+    function read as rows. Any other plan is returned as it is."""
     agg = plan.aggregation
     if (agg is None or agg.grouping_analytics is not None or plan.join is not None or plan.propagation is not None
-            or plan.around is not None or not isinstance(agg.relation.windower, (Tumble, Hop, Cumulate))
+            or plan.around is not None
+            or not isinstance(agg.relation.windower, (Tumble, Hop, Cumulate, Session, CountWindow, Slide))
             or runtime_computes(plan)):
         return plan
     ast = plan.ast.copy()

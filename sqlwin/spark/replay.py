@@ -39,6 +39,7 @@ class ReplayResult:
     batched: "DataFrame"  # the result with __batch: the arrival batch after which each row was emitted
     ordered: "DataFrame | None" = None  # the result with __batch and __seq (emission order)
     late_batched: "DataFrame | None" = None  # the late rows with __batch
+    stages: int = 1  # a chain's stages (window propagation): its last stage's number
 
 
 def is_replay(plan: QueryPlan) -> bool:
@@ -145,9 +146,11 @@ def _replay_chain(runner: "SparkRunner", plan: QueryPlan) -> ReplayResult:
     inner.ordered.selectExpr("*", "row_number() OVER (ORDER BY __batch, __seq) AS __arrival").drop("__seq") \
         .createOrReplaceTempView(view)
     outer = runner.planner(outer_query(plan, view, {"arrival_order": "__arrival", "arrival_batch": "__batch"}))
+    outer = dataclasses.replace(outer, late_into=plan.late_into)  # a chain's middle stage: not in its text
     result = run_replay(runner, outer, late_row_struct=UPSTREAM_ROW)
-    if plan.late_into:  # both stages' late rows, each with its stage
-        result.late_batched = chain_late(inner.late_batched, result.late_batched)
+    result.stages = inner.stages + 1
+    if plan.late_into:  # every stage's late rows, each with its stage
+        result.late_batched = chain_late(inner.late_batched, result.late_batched, result.stages)
         result.late = _in_batch_order(result.late_batched)
         result.late.createOrReplaceTempView(plan.late_into)
     return result

@@ -469,15 +469,14 @@ def _require_aggregation(plan: QueryPlan, mode: str) -> WindowAggregation:
     if plan.join_refusal is not None:
         raise plan.join_refusal.with_query(plan.sql)
     if agg is None and len(plan.windows) == 1 and plan.join is None:
-        # TUMBLE / HOP / CUMULATE rows run as SQL around a stage (sql/around.py); the others' windows
-        # are formed from the rows together and change as rows arrive
+        # every other kind's rows run as SQL around a stage (sql/around.py), given when (or as) their
+        # windows close; the global window never closes
         raise SqlwinUnsupportedError(
-            f"The {mode} mode gives a window function's rows for TUMBLE, HOP and CUMULATE, whose windows each "
-            f"row decides alone: {plan.windows[0].function}'s are formed from its rows together",
-            plan.windows[0].position,
-            "an aggregation over its windows (SELECT keys, window_start, window_end, aggregates FROM ... GROUP BY "
-            "keys, window_start, window_end), collect_list(...) for a window's rows; or the query over a finished "
-            "table (without arrival_order)", query=plan.sql)
+            f"The {mode} mode gives a window function's rows when their window closes: "
+            f"{plan.windows[0].function}'s one window never closes", plan.windows[0].position,
+            "an aggregation over it with EMIT (SELECT keys, aggregates FROM GLOBAL_WINDOW(...) GROUP BY keys, "
+            "window_start, window_end EMIT ...), the rows of a window that closes (TUMBLE, HOP, CUMULATE, SESSION, "
+            "COUNT_WINDOW, SLIDE); or the query over a finished table (without arrival_order)", query=plan.sql)
     if agg is None or len(plan.windows) != 1:
         where = plan.windows[0].position if plan.windows else None
         raise SqlwinUnsupportedError(
@@ -714,8 +713,8 @@ def _nulls_first(key: exp.Ordered) -> bool:
 def _unsupported_aggregate(plan: QueryPlan, node: exp.Expr, what: str) -> t.NoReturn:
     raise SqlwinUnsupportedError(
         f"The window runtime cannot compute {what}", node_position(node, node.sql(dialect="spark")),
-        ", ".join(SUPPORTED_AGGREGATES) + "; any Spark aggregate over TUMBLE, HOP or CUMULATE (the window's rows "
-        "kept until it closes)", query=plan.sql)
+        ", ".join(SUPPORTED_AGGREGATES) + "; any Spark aggregate over TUMBLE, HOP, CUMULATE, SESSION, COUNT_WINDOW or "
+        "SLIDE (the window's rows kept until it closes)", query=plan.sql)
 
 
 # --------------------------------------------------------------------------- columns
@@ -836,16 +835,23 @@ def _ordinal_of(column: str, columns: dict[str, str]) -> str:
 # --------------------------------------------------------------------------- chains
 
 
-def chain_late(first: "DataFrame", second: "DataFrame") -> "DataFrame":
+def chain_late(first: "DataFrame", second: "DataFrame", stage: int = 2) -> "DataFrame":
     """A chain's late and rejected rows in one table, in every mode: the first stage's (its source's
     rows as they came) and the second stage's (a first-stage result row, as one struct column
-    UPSTREAM_ROW), each with late_by, the window it missed, the reason, and `stage` (1 or 2)."""
+    UPSTREAM_ROW), each with late_by, the window it missed, the reason, and `stage` (1 or 2).
+
+    A chain of more stages folds stage by stage: `first` is then the earlier stages' table (with its
+    `stage`) and `second` stage number `stage`, whose late rows hold stage `stage - 1`'s result row
+    as `upstream_row_<stage - 1>` (each stage's rows have their own columns)."""
     from pyspark.sql import functions as F
 
-    combined = first.withColumn("stage", F.lit(1)).unionByName(second.withColumn("stage", F.lit(2)),
-                                                                allowMissingColumns=True)
+    if "stage" not in first.columns:
+        first = first.withColumn("stage", F.lit(1))
+    if stage > 2 and UPSTREAM_ROW in second.columns:
+        second = second.withColumnRenamed(UPSTREAM_ROW, f"{UPSTREAM_ROW}_{stage - 1}")
+    combined = first.unionByName(second.withColumn("stage", F.lit(stage)), allowMissingColumns=True)
     hidden = [c for c in ("__batch",) if c in combined.columns]
-    leading = [c for c in first.columns if c not in hidden]
+    leading = [c for c in first.columns if c not in hidden and c != "stage"]
     order = [*leading, "stage", *(c for c in combined.columns if c not in leading and c not in hidden and c != "stage"),
              *hidden]
     return combined.select(*(F.col(quote_identifier(c)) for c in order))

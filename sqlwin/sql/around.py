@@ -477,14 +477,20 @@ def _rows_around(ast: exp.Expr, selects: list[exp.Select], windows: list,
     the rows back, each copy once. With a piece of SQL per window around (a window Top-N, a
     deduplication) or EMIT FINAL the rows come when their window closes (each window whole in one
     micro-batch); else as they arrive (EMIT CHANGES DISCARDING: each firing holds the rows since the
-    last). Late rows are routed as any stage's. Windows that do not depend on other rows only
-    (TUMBLE, HOP, CUMULATE): a session or a count window is formed from its rows together."""
-    from sqlwin.ir import Cumulate, Hop, Tumble
+    last). Late rows are routed as any stage's.
+
+    A session, a count window or a SLIDE window is formed from its rows together: which window a row
+    is in is known when the window closes (a later row may merge two sessions). Its rows come then,
+    whole: the stage collects each window's rows (collect_list, merged with the window) and fires
+    it once (EMIT FINAL). GLOBAL_WINDOW's one window never closes in a stream: refused."""
+    from sqlwin.ir import CountWindow, Cumulate, Hop, Session, Slide, Tumble
 
     node = selects[0].args["from_"].this
     relation = next((w for w in windows if w.node is node), None)
-    if relation is None or not relation.columns or not isinstance(relation.windower, (Tumble, Hop, Cumulate)):
+    if relation is None or not relation.columns or not isinstance(
+            relation.windower, (Tumble, Hop, Cumulate, Session, CountWindow, Slide)):
         return None
+    each_row = isinstance(relation.windower, (Tumble, Hop, Cumulate))  # a row's windows known as it arrives
     outer = ast.copy()
     originals = [id(n) for n in ast.find_all(WindowTVF)]
     copies = list(outer.find_all(WindowTVF))
@@ -498,12 +504,13 @@ def _rows_around(ast: exp.Expr, selects: list[exp.Select], windows: list,
         copies[originals.index(id(tvf))].replace(marker)
     for key in ("emit", "late_into"):
         outer.set(key, None)
-    columns = [c for c in relation.columns if c.lower() not in ("window_start", "window_end", "window_time")]
+    bound_names = ("window_start", "window_end", "window_time", "window_index")
+    columns = [c for c in relation.columns if c.lower() not in bound_names]
     options = json_options_sql()
     row = f"to_json({named_struct((c, quote_identifier(c)) for c in columns)}, {options})"
     ddl = ", ".join(f"{quote_identifier(c)} {relation.columns[c]}" for c in columns)
     partition = [f"{p} AS __pk{i}" for i, p in enumerate(relation.partition_by)]
-    bounds = "window_start, window_end, window_time"
+    bounds = ", ".join(bound_names if isinstance(relation.windower, CountWindow) else bound_names[:3])
     tvf = node.copy()
     tvf.set("alias", None)
     around = Around("", outer, "the window function's rows", position_of(node))
@@ -511,18 +518,29 @@ def _rows_around(ast: exp.Expr, selects: list[exp.Select], windows: list,
     emit = ast.args.get("emit")
     if emit is not None and (emit.args.get("changes") or any(emit.args.get(k) for k in emit.args if k != "final")):
         around.refusal = around.refusal or SqlwinUnsupportedError(
-            "A window function's rows come as they arrive, or with EMIT FINAL when their window closes",
-            position_of(emit), "no EMIT clause (each row as it arrives), or EMIT FINAL")
-    final = around.per_window is not None or emit is not None
-    keys = [*relation.partition_by, row]
+            "A window function's rows come as they arrive, or with EMIT FINAL when their window closes"
+            if each_row else
+            f"A {relation.function} window's rows are known when it closes (a later row can still join or "
+            "merge it): they come once, whole",
+            position_of(emit), "no EMIT clause (each row as it arrives), or EMIT FINAL" if each_row else
+            "no EMIT clause, or EMIT FINAL")
+    final = around.per_window is not None or emit is not None or not each_row
     with_ = ast.args.get("with_")
     prefix = f"{with_.sql(dialect=SqlwinDialect)} " if with_ is not None else ""
     late = ast.args.get("late_into")
-    around.stage_sql = (f"{prefix}SELECT {', '.join([*partition, f'{row} AS __row'])}, {bounds}, count(*) AS __n "
-                        f"FROM {tvf.sql(dialect=SqlwinDialect)} GROUP BY {', '.join(keys)}, {bounds} "
-                        f"EMIT {'FINAL' if final else 'CHANGES DISCARDING'}"
-                        + (f" {late.sql(dialect=SqlwinDialect)}" if late is not None else ""))
-    around.rows_sql = (f"SELECT __r.*, {bounds} FROM (SELECT from_json(__row, {quote_string(ddl)}, {options}) "
-                       f"AS __r, {bounds}, __n FROM {{view}}) LATERAL VIEW explode(sequence(1, __n)) AS __copy")
+    late_sql = f" {late.sql(dialect=SqlwinDialect)}" if late is not None else ""
+    source = tvf.sql(dialect=SqlwinDialect)
+    if each_row:  # each distinct row per window, its copies counted: rows as they arrive, or at the close
+        around.stage_sql = (f"{prefix}SELECT {', '.join([*partition, f'{row} AS __row'])}, {bounds}, count(*) AS __n "
+                            f"FROM {source} GROUP BY {', '.join([*relation.partition_by, row])}, {bounds} "
+                            f"EMIT {'FINAL' if final else 'CHANGES DISCARDING'}{late_sql}")
+        around.rows_sql = (f"SELECT __r.*, {bounds} FROM (SELECT from_json(__row, {quote_string(ddl)}, {options}) "
+                           f"AS __r, {bounds}, __n FROM {{view}}) LATERAL VIEW explode(sequence(1, __n)) AS __copy")
+    else:  # each window's rows collected, merged with the window, read back once it closes
+        group = ", ".join([*relation.partition_by, bounds])
+        around.stage_sql = (f"{prefix}SELECT {', '.join([*partition, bounds])}, collect_list({row}) AS __rows "
+                            f"FROM {source} GROUP BY {group} EMIT FINAL{late_sql}")
+        around.rows_sql = (f"SELECT __r.*, {bounds} FROM (SELECT from_json(__row, {quote_string(ddl)}, {options}) "
+                           f"AS __r, {bounds} FROM {{view}} LATERAL VIEW explode(__rows) AS __row)")
     return around
 

@@ -365,18 +365,23 @@ def _node_position(node: exp.Expr | None, text: str | None = None) -> Position |
     if node is None:
         return None
     meta = node.meta
+    name_before = 0  # a call sqlglot kept no place for starts with its name, before its first argument
     if "line" not in meta:
-        inner = next((n for n in node.walk() if "line" in n.meta), None)
-        if inner is None:
+        placed = [n for n in node.walk() if "line" in n.meta]
+        if not placed:
             return None
-        meta = inner.meta
+        # the first token in the text: the smallest start (walk order is not text order)
+        meta = min(placed, key=lambda n: (n.meta["line"], n.meta.get("start", n.meta["col"]))).meta
+        called = _sql_text(node)
+        if isinstance(node, exp.Func) and "(" in called and called[:called.index("(")].replace("_", "").isalnum():
+            name_before = called.index("(") + 1
     col = meta["col"]
     token_text = text if text is not None else _user_text(node, limit=60)
     # sqlglot records the column of a token's last character; show its first.
     start, end = meta.get("start"), meta.get("end")
     if start is not None and end is not None:
         col = col - (end - start)
-    return Position(meta["line"], max(col, 1), token_text)
+    return Position(meta["line"], max(col - name_before, 1), token_text)
 
 
 node_position = _node_position  # public: later layers point errors into the query
@@ -1002,8 +1007,13 @@ def _propagation(ast: exp.Expr, windows: list[WindowRelation]) -> Propagation | 
         body, cte, before = ctes[match].this, ctes[match].alias_or_name, ctes[:match]
     else:
         return None
+    # the inner query's window functions: its own, and those of the CTEs before it (a chain of three
+    # or more: the inner query is itself a chain)
     inner_nodes = {id(n) for n in body.find_all(WindowTVF)}
-    if not inner_nodes or any(id(w.node) not in inner_nodes for w in windows if w is not outer):
+    if not inner_nodes:
+        return None
+    inner_nodes |= {id(n) for c in before for n in c.find_all(WindowTVF)}
+    if any(id(w.node) not in inner_nodes for w in windows if w is not outer):
         return None
     prefix = f"WITH {', '.join(c.sql(dialect=SqlwinDialect) for c in before)} " if before else ""
     body = body.copy()
@@ -1034,8 +1044,9 @@ def outer_query(plan: "QueryPlan", source: str, options: dict[str, str]) -> str:
                                else exp.column(v)) for k, v in options.items()]
         table_arg.set("options", WindowOptions(expressions=items))
     with_ = ast.args.get("with_")
-    if with_ is not None and plan.propagation.cte is not None:
-        kept = [c for c in with_.expressions if c.alias_or_name.lower() != plan.propagation.cte.lower()]
+    if with_ is not None:  # the inner query's CTEs are in `source` (every window function but the outer's)
+        inner = (plan.propagation.cte or "").lower()
+        kept = [c for c in with_.expressions if c.alias_or_name.lower() != inner and c.find(WindowTVF) is None]
         ast.set("with_", exp.With(expressions=kept) if kept else None)
     return ast.sql(dialect=SqlwinDialect)
 
