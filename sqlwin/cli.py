@@ -20,28 +20,29 @@ Inputs and outputs by extension: .csv (with a header; timestamps parsed), .json 
 success, 2 when the query or the command line is wrong (a message, no traceback),
 1 when Spark fails while running a valid query. --debug adds the Python traceback and a
 Spark error's JVM stack to the message, for a bug report (docs/errors.md).
+
+Here: the parser and the commands. Beside it: cli_session.py (Spark's session from --master,
+--remote and --conf; the checks before Spark starts), cli_files.py (the query file, --table
+inputs, --out results) and cli_errors.py (errors in one line, --debug's chain).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
-import re
-import shutil
 import sys
-import tempfile
 import threading
 import time
 import typing as t
 from pathlib import Path
 
-from sqlwin.errors import SqlwinError, SqlwinRuntimeError, SqlwinUsageError
+from sqlwin.cli_errors import print_debug, runtime_error
+from sqlwin.cli_files import (declared_tables, format_of, parse_tables, print_table, read_query, register_tables,
+                              write_result)
+from sqlwin.cli_session import attach_session, check_before_spark, session_options
+from sqlwin.errors import SqlwinError, SqlwinUsageError
 from sqlwin.outputs import check_out, check_stream_outputs
-from sqlwin.sql.text import quote_identifier
+from sqlwin.shell import run as run_shell
 from sqlwin.thriftserver import add_command as add_thriftserver
-
-FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 
 
 def main(argv: t.Sequence[str] | None = None) -> int:
@@ -62,36 +63,6 @@ def _report(err: Exception, debug: bool = False) -> int:
     if debug:
         print_debug(err)
     return shown.exit_code
-
-
-def print_debug(err: BaseException, file: t.TextIO | None = None) -> None:
-    """--debug, for a bug report: after the message, the whole chain of exceptions behind it with their
-    Python tracebacks (those sqlwin put in its own words too) and a Spark error's JVM stack."""
-    import traceback
-
-    chain: list[BaseException] = []
-    while err is not None and all(err is not seen for seen in chain):
-        chain.append(err)
-        err = err.__cause__ or err.__context__
-    shown = ["\nsqlwin --debug: what happened, first cause first"]
-    for number, exc in enumerate(reversed(chain)):
-        if number:
-            shown.append("\nwhich was then raised as:")
-        shown.append("".join(traceback.format_exception(type(exc), exc, exc.__traceback__, chain=False)).rstrip())
-        stack = _jvm_stack(exc)
-        if stack and stack.strip().splitlines()[-1] not in "\n".join(shown):  # py4j's error already held it
-            shown.append(f"JVM stacktrace:\n{stack.rstrip()}")
-    print("\n".join(shown), file=file or sys.stderr)
-
-
-def _jvm_stack(err: BaseException) -> str | None:
-    """A Spark error's JVM (or Spark Connect server) stack, when PySpark kept one."""
-    getter = getattr(err, "getStackTrace", None)  # Spark Connect: the server's, if it sent it
-    try:
-        stack = getter() if callable(getter) else getattr(err, "_stackTrace", None)  # classic PySpark
-    except Exception:  # noqa: BLE001 - the debug output must not fail on an odd exception
-        stack = None
-    return stack if isinstance(stack, str) and stack.strip() else None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -211,43 +182,24 @@ def _add_session_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a Spark configuration property, as spark-submit's --conf (repeatable)")
 
 
-def session_options(args: argparse.Namespace) -> dict[str, t.Any]:
-    """sqlwin.session()'s keyword arguments from --master, --remote and --conf (checked before Spark starts)."""
-    conf: dict[str, str] = {}
-    for spec in args.conf:
-        key, sep, value = spec.partition("=")
-        if not sep or not key.strip():
-            raise SqlwinUsageError(f"--conf {spec} is not KEY=VALUE", hint="--conf spark.sql.shuffle.partitions=8")
-        conf[key.strip()] = value
-    if args.master and args.remote:
-        raise SqlwinUsageError("--master and --remote cannot both be given",
-                               hint="--master URL for a Spark driver here, or --remote sc://HOST:PORT for Spark Connect")
-    options: dict[str, t.Any] = {"conf": conf}
-    if args.master:
-        options["master"] = args.master
-    if args.remote:
-        options["remote"] = args.remote
-    return options
-
-
 def _run(args: argparse.Namespace) -> int:
-    query = _read_query(args.query)
-    tables = _parse_tables(_declared_tables(query, args.query) + args.table)
+    query = read_query(args.query)
+    tables = parse_tables(declared_tables(query, args.query) + args.table)
     check_before_spark(query, args, tables)
     for out in (args.out, args.rejected):  # before Spark starts: refused outputs cost nothing
         if out:
             check_out(Path(out), args.overwrite, tables)
             if Path(out).suffix:
-                _format_of(Path(out))  # an extension sqlwin does not write (result.txt)
-    sw = _attach(args)
-    _register_tables(sw.spark, tables)
+                format_of(Path(out))  # an extension sqlwin does not write (result.txt)
+    sw = attach_session(args)
+    register_tables(sw.spark, tables)
     result = sw.sql(query)
     try:
         if args.out:
-            _write(result, Path(args.out))
+            write_result(result, Path(args.out))
             print(f"wrote {args.out}", file=sys.stderr)
         else:
-            _print_table(result, args.limit)
+            print_table(result, args.limit)
         _report_rejected(sw, query, args.rejected)
     except SqlwinError:
         raise
@@ -273,14 +225,14 @@ def _report_rejected(sw, query: str, path: str | None) -> None:
     print(f"sqlwin: {total} input row{'' if total == 1 else 's'} joined no window ({parts}); {where}",
           file=sys.stderr)
     if path:
-        _write(rejected, Path(path))
+        write_result(rejected, Path(path))
 
 
 def _stream(args: argparse.Namespace) -> int:
     """Start the stream and print a line per micro-batch as the sink writer finishes it, until the
     stream stops (or Ctrl-C); with --once, as it processes the files present now."""
-    query = _read_query(args.query)
-    sources = _parse_tables(args.source, "--source")
+    query = read_query(args.query)
+    sources = parse_tables(args.source, "--source")
     fmt = source_format(args)
     check_before_spark(query, args, sources)
     options = {"maxFilesPerTrigger": str(args.max_files_per_trigger)} if args.max_files_per_trigger else {}
@@ -288,7 +240,7 @@ def _stream(args: argparse.Namespace) -> int:
     # a checkpoint a running stream holds. sw.stream asks again, and takes the checkpoint's lock.
     check_stream_outputs(args.checkpoint, {"sink": args.sink, "late sink": args.late_sink}, sources)
     print("sqlwin: starting Spark ...", file=sys.stderr, flush=True)  # 20-40 s with nothing else to show
-    sw = _attach(args)
+    sw = attach_session(args)
     handle = sw.stream(query, sources={name: str(path) for name, path in sources.items()}, sink=args.sink,
                        checkpoint=args.checkpoint, late_sink=args.late_sink, source_format=fmt,
                        source_options=options)
@@ -390,11 +342,11 @@ def _progress_line(batch: dict, spark_report: dict | None = None, ending: bool =
 
 
 def _explain(args: argparse.Namespace) -> int:
-    query = _read_query(args.query)
-    tables = _parse_tables(_declared_tables(query, args.query) + args.table)
+    query = read_query(args.query)
+    tables = parse_tables(declared_tables(query, args.query) + args.table)
     check_before_spark(query, args, tables)
-    sw = _attach(args)
-    _register_tables(sw.spark, tables)
+    sw = attach_session(args)
+    register_tables(sw.spark, tables)
     print(sw.explain(query, stream=args.stream))
     if args.timeline:
         from sqlwin.timeline import write_timeline
@@ -404,14 +356,12 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _sql(args: argparse.Namespace) -> int:
-    from sqlwin.shell import run
-
     options = session_options(args)  # a bad --conf is refused before the script is read or Spark starts
     # spark-submit's flags, as spark-sql takes them; an explicit --conf of the same property wins.
     submitted = {"spark.driver.memory": args.driver_memory, "spark.jars": _jars(args.jars)}
     options["conf"] = {**{k: v for k, v in submitted.items() if v}, **options["conf"]}
-    return run(lambda: _attach(args, options, app_name=args.name or "sqlwin-sql"), args.execute, args.file,
-               args.silent, debug=args.debug, init=args.init, verbose=args.verbose)
+    return run_shell(lambda: attach_session(args, options, app_name=args.name or "sqlwin-sql"), args.execute,
+                     args.file, args.silent, debug=args.debug, init=args.init, verbose=args.verbose)
 
 
 def _jars(jars: str | None) -> str | None:
@@ -423,259 +373,6 @@ def _jars(jars: str | None) -> str | None:
         if "://" not in path and not Path(path).is_file():
             raise SqlwinUsageError(f"--jars: no such file {path}", hint="--jars path/to/a.jar,path/to/b.jar")
     return ",".join(path if "://" in path else str(Path(path).resolve()) for path in paths)
-
-
-def check_before_spark(query: str, args: argparse.Namespace, tables: t.Iterable[str] | None) -> None:
-    """The query's syntax, the tables it names and what needs no columns, checked before Spark
-    starts (a tenth of a second, not Spark's start-up). `tables`: the command's --table/--source
-    names, the only tables a local session will hold, unless a catalog or a Connect server may
-    hold others (then names are left to Spark)."""
-    from sqlwin.sql.check import check_query
-
-    options = session_options(args)
-    conf = options["conf"]
-    if options.get("remote") or os.environ.get("SQLWIN_REMOTE") or any(
-            key.startswith(("spark.sql.catalog", "spark.sql.defaultCatalog")) for key in conf) or _defaults_conf():
-        tables = None
-    check_query(query, set(tables) if tables is not None else None,
-                conf.get("spark.sql.session.timeZone", "UTC"))
-
-
-def _defaults_conf() -> bool:
-    """Whether a spark-defaults.conf Spark will read may configure a catalog."""
-    home = os.environ.get("SPARK_CONF_DIR") or (os.environ.get("SPARK_HOME", "") and
-                                                 os.path.join(os.environ["SPARK_HOME"], "conf"))
-    path = Path(home, "spark-defaults.conf") if home else None
-    try:
-        return path is not None and "catalog" in path.read_text()
-    except OSError:
-        return False
-
-
-def _attach(args: argparse.Namespace, options: dict[str, t.Any] | None = None, app_name: str = "sqlwin"):
-    import sqlwin
-
-    options = session_options(args) if options is None else options
-    with _jvm_output_to_stderr():
-        spark = sqlwin.session(app_name=app_name, **options)
-    return sqlwin.attach(spark)
-
-
-# What PySpark's planning worker for transformWithStateInPandas prints on every stream start
-# (pyspark/sql/streaming/transform_with_state_driver_worker.py): its own debugging, four
-# paragraphs of it, through the JVM's output; and the JVM's note, at every start, that Spark
-# uses an incubating Java module. Neither is for a user.
-_WORKER_NOISE = ("Starting Streaming TransformWithStateInPandas Python worker",
-                 "Streaming TransformWithStateInPandas Python worker ",
-                 "WARNING: Using incubator modules:")
-
-
-@contextlib.contextmanager
-def _jvm_output_to_stderr():
-    """Start the JVM (if this block starts it) with its stdout and stderr on a pipe that a thread
-    copies to sqlwin's stderr, without the worker noise above: the command's stdout holds only
-    its results, and the user sees Spark's warnings and errors as before."""
-    from pyspark import SparkContext
-
-    if SparkContext._active_spark_context is not None or SparkContext._gateway is not None:
-        yield  # the JVM runs already (a test calling main, a notebook): its output is not ours
-        return
-    try:
-        saved = {fd: os.dup(fd) for fd in (1, 2)}
-    except OSError:  # no descriptors to redirect (a GUI host)
-        yield
-        return
-    read_end, write_end = os.pipe()
-    threading.Thread(target=_copy_without_noise, args=(read_end, saved[2]), daemon=True,
-                     name="sqlwin-jvm-output").start()  # reading from the start: a full pipe would stall the JVM
-    sys.stdout.flush()
-    sys.stderr.flush()
-    try:
-        for fd in (1, 2):
-            os.dup2(write_end, fd)  # inherited by the JVM that starts in this block
-        yield
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        for fd, copy in saved.items():
-            os.dup2(copy, fd)
-            if fd == 1:
-                os.close(copy)
-        os.close(write_end)
-
-
-def _copy_without_noise(read_end: int, out: int) -> None:
-    dropped = False
-    with os.fdopen(read_end, "rb", buffering=0) as pipe:
-        for line in iter(pipe.readline, b""):
-            text = line.decode(errors="replace")
-            if text.startswith(_WORKER_NOISE) or (dropped and not text.strip()):
-                dropped = True
-                continue
-            dropped = False
-            try:
-                os.write(out, line)
-            except OSError:
-                return
-
-
-# --------------------------------------------------------------------------- input
-
-
-def _read_query(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    try:
-        return Path(path).read_text()
-    except OSError as err:
-        raise SqlwinUsageError(f"Cannot read the query file {path}: {err.strerror}",
-                               hint="a path to a .sql file, or - to read standard input") from None
-
-
-def _declared_tables(query: str, query_path: str) -> list[str]:
-    """`-- sqlwin:table NAME=PATH` comments, with PATH relative to the query file."""
-    base = Path(query_path).parent if query_path != "-" else Path.cwd()
-    specs = []
-    for line in query.splitlines():
-        marker = line.strip().removeprefix("--").strip()
-        if marker.startswith("sqlwin:table "):
-            name, _, path = marker.removeprefix("sqlwin:table ").strip().partition("=")
-            specs.append(f"{name}={base / path}")
-    return specs
-
-
-def _parse_tables(specs: list[str], option: str = "--table") -> dict[str, Path]:
-    tables: dict[str, Path] = {}
-    for spec in specs:
-        name, sep, path = spec.partition("=")
-        if not sep or not name or not path:
-            example = "events=data/events.csv" if option == "--table" else "events=incoming/"
-            raise SqlwinUsageError(f"{option} {spec} is not NAME=PATH", hint=f"{option} {example}")
-        if not name.replace("_", "").isalnum():
-            raise SqlwinUsageError(f"Table name {name!r} is not a plain identifier", hint="letters, digits and _")
-        file = Path(path)
-        if not file.exists():
-            raise SqlwinUsageError(f"No such file for table {name}: {path}", hint="an existing file or directory")
-        _format_of(file)
-        tables[name] = file
-    return tables
-
-
-def _format_of(path: Path) -> str:
-    fmt = FORMATS.get(path.suffix.lower())
-    if fmt is None and path.is_dir():
-        fmt = "parquet"
-    if fmt is None:
-        raise SqlwinUsageError(f"Cannot tell the format of {path} from its extension",
-                               hint=", ".join(FORMATS) + " (a directory is read as parquet)")
-    return fmt
-
-
-def _register_tables(spark, tables: dict[str, Path]) -> None:
-    for name, path in tables.items():
-        fmt = _format_of(path)
-        reader = spark.read.format(fmt)
-        if fmt == "csv":
-            # inferSchema turns ISO timestamps into TIMESTAMP and whole numbers into INT/BIGINT.
-            reader = reader.option("header", True).option("inferSchema", True)
-        try:
-            frame = reader.load(str(path.resolve()))  # the JVM (or a Connect server) may have another cwd
-            frame.schema  # noqa: B018 - reading the schema surfaces unreadable files here
-        except Exception as err:
-            raise SqlwinUsageError(f"Cannot read table {name} from {path}: {_first_line(err)}",
-                                   hint=f"a readable {fmt} file") from None
-        frame.createOrReplaceTempView(quote_identifier(name))
-
-
-# --------------------------------------------------------------------------- output
-
-
-def _write(frame, out: Path) -> None:
-    """Write the result at `out`, which check_out has allowed: absent, or replaceable (--overwrite)."""
-    fmt = _format_of(out) if out.suffix else "parquet"
-    writer_options = {"header": "true"} if fmt == "csv" else {}
-    if not out.suffix:
-        if out.is_file() or out.is_symlink():
-            out.unlink()
-        mode = "overwrite" if out.exists() else "errorifexists"  # a directory holding only a previous result
-        frame.write.mode(mode).format(fmt).options(**writer_options).save(str(out.resolve()))
-        return
-    # A path with an extension is one file: write one partition aside, then move it in place.
-    with tempfile.TemporaryDirectory(prefix="sqlwin-out-") as tmp:
-        frame.coalesce(1).write.mode("errorifexists").format(fmt).options(**writer_options).save(tmp + "/d")
-        part = next(Path(tmp, "d").glob("part-*"))
-        out.parent.mkdir(parents=True, exist_ok=True)
-        if out.is_dir() and not out.is_symlink():
-            shutil.rmtree(out)  # a previous result written as a directory
-        shutil.move(str(part), out)
-
-
-def _print_table(frame, limit: int) -> None:
-    rows = frame.limit(limit + 1).collect()
-    columns = frame.columns
-    shown = rows[:limit]
-    cells = [[_cell(row[i]) for i in range(len(columns))] for row in shown]
-    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
-    print("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip())
-    print("  ".join("-" * w for w in widths))
-    for r in cells:
-        print("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
-    more = " (more not shown: use --out or --limit)" if len(rows) > limit else ""
-    print(f"({len(shown)} row{'s' if len(shown) != 1 else ''}{more})")
-
-
-def _cell(value: t.Any) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, float) and value.is_integer():
-        return str(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_cell(v) for v in value) + "]"
-    return str(value)
-
-
-def _first_line(err: Exception) -> str:
-    """The error's message in one line. A Py4J error's own first line only names the JVM call
-    ("An error occurred while calling o45.load."): the Java exception's message follows it."""
-    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-    if not lines:
-        return type(err).__name__
-    if lines[0].startswith("An error occurred while calling") and len(lines) > 1:
-        cause = re.sub(r"^:?\s*[\w.$]+(Exception|Error): ", "", lines[1])
-        cause = _without_sqlstate(cause)
-        if cause:
-            return cause
-    return lines[0]
-
-
-# Spark's error classes that only wrap another: a failing stream's own error is inside them.
-_WRAPPERS = ("STREAM_FAILED", "FOREACH_BATCH_USER_FUNCTION_ERROR", "PYTHON_EXCEPTION")
-_ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\] ([^\n]*)")
-
-
-def _without_sqlstate(message: str) -> str:
-    return re.sub(r"\s*SQLSTATE: \w+\.?$", "", message).strip()
-
-
-def runtime_error(err: Exception) -> SqlwinRuntimeError:
-    """Spark's error in one line: the innermost error class a wrapper carries (a stream's
-    failure holds the batch's error inside STREAM_FAILED and FOREACH_BATCH_USER_FUNCTION_ERROR),
-    without its SQLSTATE; for a file a stream cannot read, what to do."""
-    from sqlwin.spark.supervision import stream_failure
-
-    known = stream_failure(err)  # a stream's failure sqlwin says in its own words
-    if known is not None:
-        return known
-    found = [m for m in _ERROR_CLASS.finditer(str(err)) if m.group(1) not in _WRAPPERS]
-    if not found:
-        return SqlwinRuntimeError(f"Spark failed while running the query: {_first_line(err)}")
-    condition, text = found[0].group(1), _without_sqlstate(found[0].group(2))
-    hint = None
-    if condition.startswith("FAILED_READ_FILE"):
-        hint = ("files whose columns fit the stream's (those of its first files); the checkpoint is unchanged: "
-                "restart with --conf spark.sql.files.ignoreCorruptFiles=true and the batch runs again without the "
-                "file Spark cannot read")
-    return SqlwinRuntimeError(f"Spark failed while running the query: [{condition}] {text}", hint=hint)
 
 
 if __name__ == "__main__":

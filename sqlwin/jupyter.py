@@ -160,7 +160,7 @@ class SqlwinMagics(Magics):
             except SqlwinError:
                 raise
             except Exception as err:  # noqa: BLE001 - Spark failed running a valid query
-                from sqlwin.cli import runtime_error
+                from sqlwin.cli_errors import runtime_error
 
                 raise runtime_error(err) from err
             display(table_bundle(columns, rows, more), raw=True)

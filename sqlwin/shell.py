@@ -34,6 +34,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqlwin.cli_errors import print_debug, runtime_error
 from sqlwin.errors import Position, SqlwinError
 from sqlwin.sql import scan
 
@@ -166,8 +167,6 @@ class Shell:
         except SqlwinError:
             raise
         except Exception as err:  # noqa: BLE001 - Spark failed while running a valid statement
-            from sqlwin.cli import runtime_error
-
             raise runtime_error(err) from None
         return columns, rows
 
@@ -230,8 +229,6 @@ class Shell:
 
     def _run_typed(self, text: str) -> str | None:
         """Run the statements of what was typed; an error is printed, the rest skipped."""
-        from sqlwin.cli import print_debug, runtime_error
-
         for statement in split_statements(text):
             if statement.text.strip().lower() in EXIT_COMMANDS:
                 return "exit"

@@ -26,6 +26,9 @@ import threading
 import time
 import typing as t
 
+from sqlwin.cli_errors import runtime_error
+from sqlwin.cli_files import parse_tables, register_tables
+from sqlwin.cli_session import jvm_output_to_stderr, session_options
 from sqlwin.errors import SqlwinRuntimeError, SqlwinUsageError
 
 DEFAULT_PORT = 10000  # HiveServer2's and start-thriftserver.sh's
@@ -64,8 +67,6 @@ def add_command(commands) -> argparse.ArgumentParser:
 
 
 def _command(args: argparse.Namespace) -> int:
-    from sqlwin.cli import _parse_tables, session_options
-
     defaults = _session_module()
     DEFAULT_MASTER, MASTER_ENV, REMOTE_ENV = defaults.DEFAULT_MASTER, defaults.MASTER_ENV, defaults.REMOTE_ENV
 
@@ -77,7 +78,7 @@ def _command(args: argparse.Namespace) -> int:
         raise SqlwinUsageError(f"--conf {SINGLE_SESSION}={options['conf'][SINGLE_SESSION]}: the window functions are "
                                "temporary functions of one session, which every client must share",
                                hint=f"leave {SINGLE_SESSION} out (sqlwin sets it to true)")
-    tables = _parse_tables(args.table)
+    tables = parse_tables(args.table)
     init = _read_init(args.init)
     _check_port_free(args.host, args.port)
     if os.environ.get(REMOTE_ENV) and not args.master:
@@ -146,7 +147,6 @@ def jdbc_url(host: str, port: int) -> str:
 def serve(args: argparse.Namespace, options: dict[str, t.Any], server_conf: dict[str, str],
           tables: dict, init: str | None) -> int:
     """Start Spark, register the functions and views, start the server; wait for Ctrl-C or SIGTERM."""
-    from sqlwin.cli import _jvm_output_to_stderr, _register_tables
     from sqlwin.spark.functions import register
 
     session = _session_module().session
@@ -157,13 +157,13 @@ def serve(args: argparse.Namespace, options: dict[str, t.Any], server_conf: dict
     server = spark = None
     try:
         print("sqlwin: starting Spark ...", file=sys.stderr, flush=True)
-        with _jvm_output_to_stderr():  # as every command: the JVM's output on stderr, stdout for the URL
+        with jvm_output_to_stderr():  # as every command: the JVM's output on stderr, stdout for the URL
             spark = session(app_name=args.name or "sqlwin-thriftserver", **options)
         from sqlwin.api import attach
 
         sw = attach(spark)
         functions = register(spark)
-        _register_tables(spark, tables)
+        register_tables(spark, tables)
         if init is not None:
             from sqlwin.shell import Shell
 
@@ -192,8 +192,6 @@ def serve(args: argparse.Namespace, options: dict[str, t.Any], server_conf: dict
 def _start_server(spark):
     """HiveThriftServer2.startWithContext over this session (through py4j): the server runs in this
     Spark driver and, with singleSession, every connection runs its statements in this very session."""
-    from sqlwin.cli import runtime_error
-
     jvm = spark.sparkContext._jvm
     try:
         server_class = jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2

@@ -720,18 +720,23 @@ def _unsupported_aggregate(plan: QueryPlan, node: exp.Expr, what: str) -> t.NoRe
 # --------------------------------------------------------------------------- columns
 
 
-def _source_sql(rel: WindowRelation) -> str:
+def source_sql(rel: WindowRelation) -> str:
+    """The window function's input as a FROM item: its table or subquery, with its alias."""
     alias = rel.source_alias  # a plain name; rel.source is SQL text already
     return f"{rel.source} AS {quote_identifier(alias)}" if alias else rel.source
 
 
-def _time_micros(rel: WindowRelation) -> str:
+def time_micros(rel: WindowRelation) -> str:
+    """The rows' event time as epoch microseconds (Spark SQL); NULL with processing time."""
     time = rel.time
     if time is None or time.kind == "processing_time":
         return "CAST(NULL AS BIGINT)"
     if time.kind == "epoch_ms":  # a DOUBLE / DECIMAL one rounded to the closest millisecond (QX-20)
         return f"CAST({time.epoch_ms_sql()} AS BIGINT) * 1000"
     return time.micros_sql()
+
+
+_source_sql, _time_micros = source_sql, time_micros  # their earlier names, still used in the lowering
 
 
 def _micros_of(column: str, columns: dict[str, str]) -> str:
