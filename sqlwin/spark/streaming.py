@@ -269,7 +269,7 @@ def _watermark_range(stats, stateful: StatefulQuery) -> str | None:
     import datetime as dt
 
     def show(micros: int) -> str:
-        if stateful._epoch_ms:
+        if stateful.epoch_ms:
             return str(micros // 1000)
         try:
             return (dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=micros)).isoformat(sep=" ")
