@@ -2,24 +2,14 @@
 
 Spark SQL over the window function's input for the columns the runtime reads: the source with
 its alias, the time in epoch microseconds, the recorded arrival columns (order, batch, time) and
-the order of rows inside one micro-batch, a COUNT_WINDOW's order column; and the check of the
-input's types before any row runs.
+the order of rows inside one micro-batch, a COUNT_WINDOW's order column.
 """
 
 from __future__ import annotations
 
-import typing as t
-
-from sqlglot import exp
-
-from sqlwin.errors import SqlwinUnsupportedError, SqlwinValidationError
-from sqlwin.spark import layout
-from sqlwin.spark.aggregates import aggregate_identity
-from sqlwin.sql.plan import CountWindow, QueryPlan, WindowRelation, node_position, timestamp_micros_sql
+from sqlwin.errors import SqlwinUnsupportedError
+from sqlwin.sql.plan import CountWindow, QueryPlan, WindowRelation, timestamp_micros_sql
 from sqlwin.sql.text import identifier_name, quote_identifier
-
-if t.TYPE_CHECKING:
-    from sqlwin.spark.stateful_query import StatefulQuery
 
 
 def source_sql(rel: WindowRelation) -> str:
@@ -44,39 +34,6 @@ def micros_of(column: str, columns: dict[str, str]) -> str:
     if kind.startswith("timestamp"):
         return timestamp_micros_sql(quote_identifier(column), kind == "timestamp_ntz")
     return f"CAST({quote_identifier(column)} AS BIGINT) * 1000"
-
-
-_NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal")
-_ARRIVAL_TYPES = {"arrival_order": ("tinyint", "smallint", "int", "bigint", "timestamp"),
-                  "arrival_batch": ("tinyint", "smallint", "int", "bigint", "timestamp"),
-                  "arrival_time": ("int", "bigint", "timestamp")}
-
-
-def check_input_types(stateful: "StatefulQuery", schema) -> None:
-    """Refuse, before any row runs, input the runtime cannot take: a sum or average of a value that
-    is not a number, an arrival column that is not a number or a TIMESTAMP. (Without this a replay
-    failed inside a Python worker, and a string arrival column as a NumberFormatException.)"""
-    rel, plan = stateful.relation, stateful.plan
-    for option, accepted in _ARRIVAL_TYPES.items():
-        column = rel.options.get(option)
-        kind = rel.columns.get(column, "") if column else ""
-        if kind and not kind.startswith(accepted):
-            raise SqlwinValidationError(
-                f"{option} = {column} is {kind.upper()}: it must be a number or a TIMESTAMP", rel.position,
-                f"WITH ({option} = <an integer or TIMESTAMP column>), or CAST({column} AS BIGINT) in a subquery",
-                query=plan.sql)
-    types = {field.name: field.dataType.simpleString() for field in schema.fields}
-    for spec, text in zip(stateful.config.aggregates, stateful.aggregate_sql):
-        if spec.func not in ("sum", "avg") or spec.arg is None:
-            continue
-        kind = types.get(layout.argument(spec.arg), "")
-        if kind and not kind.startswith(_NUMERIC):
-            node = next((n for n in plan.ast.find_all(exp.AggFunc) if aggregate_identity(n) == text), None)
-            raise SqlwinValidationError(
-                f"{text} needs a number; its argument is {kind.upper()}",
-                node_position(node) if node is not None else rel.position,
-                f"{spec.func}(CAST({stateful.argument_sql[spec.arg]} AS DOUBLE)), or a numeric column",
-                query=plan.sql)
 
 
 def count_bound_column(rel: WindowRelation) -> str | None:

@@ -19,7 +19,8 @@ and runs in three steps, each a plain Spark plan except the middle one:
 The parts: the input rows' columns (spark/input_rows.py), the aggregates the runtime computes
 (spark/aggregates.py), the SQL around the runtime (spark/stateful_query.py: StatefulQuery), a
 windowed join's (spark/joins.py). Here: `prepare_stateful`, which checks a query's shape and
-derives the StatefulQuery; the names other modules read are importable from here too.
+derives the StatefulQuery, and the check of the input's types before any row runs; the names other
+modules read are importable from here too.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from sqlwin.runtime import AggregateSpec
 from sqlwin.spark import layout
 from sqlwin.spark.aggregates import (aggregate_identity, aggregate_nodes, aggregate_specs, is_anonymous_aggregate,
                                      loose_names, runtime_computes)
-from sqlwin.spark.input_rows import check_input_types, single_order_column, source_sql, time_micros
+from sqlwin.spark.input_rows import single_order_column, source_sql, time_micros
 from sqlwin.spark.joins import prepare_join
 from sqlwin.spark.operator import CARRY, OperatorConfig
 from sqlwin.spark.stateful_query import (RESULT_ORDER, STAGE_COLUMNS, STAGE_VIEW, SYSTEM_COLUMNS, UPSTREAM_ROW,
@@ -337,3 +338,36 @@ def _check_count_order(plan: QueryPlan, rel: WindowRelation, mode: str) -> None:
         raise SqlwinValidationError(
             f"In {mode} mode COUNT_WINDOW counts rows in arrival order ({arrival}), not by {column}",
             rel.position, f"ORDER BY {arrival}, or no ORDER BY", query=plan.sql)
+
+
+_NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal")
+_ARRIVAL_TYPES = {"arrival_order": ("tinyint", "smallint", "int", "bigint", "timestamp"),
+                  "arrival_batch": ("tinyint", "smallint", "int", "bigint", "timestamp"),
+                  "arrival_time": ("int", "bigint", "timestamp")}
+
+
+def check_input_types(stateful: StatefulQuery, schema) -> None:
+    """Refuse, before any row runs, input the runtime cannot take: a sum or average of a value that
+    is not a number, an arrival column that is not a number or a TIMESTAMP. (Without this a replay
+    failed inside a Python worker, and a string arrival column as a NumberFormatException.)"""
+    rel, plan = stateful.relation, stateful.plan
+    for option, accepted in _ARRIVAL_TYPES.items():
+        column = rel.options.get(option)
+        kind = rel.columns.get(column, "") if column else ""
+        if kind and not kind.startswith(accepted):
+            raise SqlwinValidationError(
+                f"{option} = {column} is {kind.upper()}: it must be a number or a TIMESTAMP", rel.position,
+                f"WITH ({option} = <an integer or TIMESTAMP column>), or CAST({column} AS BIGINT) in a subquery",
+                query=plan.sql)
+    types = {field.name: field.dataType.simpleString() for field in schema.fields}
+    for spec, text in zip(stateful.config.aggregates, stateful.aggregate_sql):
+        if spec.func not in ("sum", "avg") or spec.arg is None:
+            continue
+        kind = types.get(layout.argument(spec.arg), "")
+        if kind and not kind.startswith(_NUMERIC):
+            node = next((n for n in plan.ast.find_all(exp.AggFunc) if aggregate_identity(n) == text), None)
+            raise SqlwinValidationError(
+                f"{text} needs a number; its argument is {kind.upper()}",
+                node_position(node) if node is not None else rel.position,
+                f"{spec.func}(CAST({stateful.argument_sql[spec.arg]} AS DOUBLE)), or a numeric column",
+                query=plan.sql)
