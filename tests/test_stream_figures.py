@@ -66,11 +66,11 @@ def test_a_long_stream_keeps_only_its_last_batch_records(tmp_path):
     the long-stream check); now the last RECORDS_KEPT batches' records, whatever run wrote them."""
     from types import SimpleNamespace
 
-    from sqlwin.spark.streaming import BATCHES, RECORDS_KEPT, _save_batch
+    from sqlwin.spark.checkpoint import BATCHES, RECORDS_KEPT, save_batch
 
     for run, batches in (("old", range(0, 130)), ("new", range(130, 260))):
         handle = SimpleNamespace(checkpoint=str(tmp_path), run_id=run)
         for batch in batches:
-            _save_batch(handle, {"batch": batch, "results": 1, "late": 0})
+            save_batch(handle, {"batch": batch, "results": 1, "late": 0})
     kept = sorted(int(p.stem.rsplit("-", 1)[1]) for p in (tmp_path / BATCHES).glob("*.json"))
     assert kept[0] == 200 - RECORDS_KEPT and kept[-1] == 259 and kept == list(range(kept[0], 260))

@@ -26,8 +26,9 @@ from sqlglot import exp
 from sqlwin.errors import SqlwinUnsupportedError, SqlwinValidationError
 from sqlwin.runtime.model import AggregateSpec, JoinSpec
 from sqlwin.spark import layout
+from sqlwin.spark.input_rows import source_sql
 from sqlwin.spark.operator import OperatorConfig
-from sqlwin.spark.stateful import StatefulQuery, _source_sql, can_spread_clock
+from sqlwin.spark.stateful_query import StatefulQuery, can_spread_clock
 from sqlwin.sql.plan import QueryPlan, TimeColumn, micros_timestamp_sql, node_position, timestamp_micros_sql
 from sqlwin.sql.text import identifier_name, named_struct, quote_identifier, quote_string
 
@@ -300,7 +301,7 @@ def prepare_join(plan: QueryPlan, mode: str, bucket_count: int, bucket_ids: tupl
             for name, kind, field in columns:
                 value = _to_runtime(quote_identifier(name), kind) if o == s else "NULL"
                 parts.append(f"CAST({value} AS {_runtime_type(kind)}) AS __{field}")
-        selects.append(f"SELECT {', '.join(parts)} FROM {_source_sql(side)}")
+        selects.append(f"SELECT {', '.join(parts)} FROM {source_sql(side)}")
     union = f"({' UNION ALL '.join(selects)}) AS __sides"
     columns = {"__side": "int", **{f"__jk{i}": first.columns.get(k, "") for i, k in enumerate(join.keys[0])},
                "__ts": "bigint" if first.time.kind == "epoch_ms" else "timestamp_ntz" if first.time.ntz else "timestamp"}

@@ -15,270 +15,36 @@ and runs in three steps, each a plain Spark plan except the middle one:
    *records*: emissions, late rows and rejected rows, in one schema (`record_schema`).
 3. `result_sql` / `late_sql`: the user's SELECT over the emission records (aggregates
    replaced by the runtime's values), and the late / rejected rows as their own table.
+
+The parts: the input rows' columns (spark/input_rows.py), the aggregates the runtime computes
+(spark/aggregates.py), the SQL around the runtime (spark/stateful_query.py: StatefulQuery), a
+windowed join's (spark/joins.py). Here: `prepare_stateful`, which checks a query's shape and
+derives the StatefulQuery, and the check of the input's types before any row runs; the names other
+modules read are importable from here too.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import typing as t
-from dataclasses import dataclass
 
 from sqlglot import exp
 
-from sqlwin.sql.dialect import SqlwinDialect
 from sqlwin.errors import SqlwinUnsupportedError, SqlwinValidationError
-from sqlwin.sql.plan import (
-    WINDOW_COLUMNS,
-    CountWindow,
-    GlobalWindow,
-    QueryPlan,
-    Session,
-    Slide,
-    WindowAggregation,
-    WindowRelation,
-    micros_timestamp_sql,
-    node_position,
-    timestamp_micros_sql,
-)
-from sqlwin.spark import layout
-from sqlwin.spark.operator import CARRY, OperatorConfig
 from sqlwin.runtime import AggregateSpec
-from sqlwin.sql.text import identifier_name, json_options_sql, named_struct, quote_identifier
+from sqlwin.spark import layout
+from sqlwin.spark.aggregates import (aggregate_identity, aggregate_nodes, aggregate_specs, is_anonymous_aggregate,
+                                     loose_names, runtime_computes)
+from sqlwin.spark.input_rows import single_order_column, source_sql, time_micros
+from sqlwin.spark.joins import prepare_join
+from sqlwin.spark.operator import CARRY, OperatorConfig
+from sqlwin.spark.stateful_query import (RESULT_ORDER, STAGE_COLUMNS, STAGE_VIEW, SYSTEM_COLUMNS, UPSTREAM_ROW,
+                                         StatefulQuery, can_spread_clock, chain_late)
+from sqlwin.sql.plan import CountWindow, QueryPlan, Session, Slide, WindowAggregation, WindowRelation, node_position
+from sqlwin.sql.text import identifier_name
 
-if t.TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-
-SYSTEM_COLUMNS = ("op", "firing", "emit_seq")  # appended to every stateful result
-RESULT_ORDER = ("__batch", "__seq")  # hidden columns of the result: arrival batch, emission sequence
-
-# A chain's first stage passes its late, rejected and stats records on through the second stage
-# (one streaming query has one output): each as JSON in the CARRY column of the second stage's
-# input, which the second stage's operator hands on as a 'carried' record. Timestamps keep their
-# microseconds (JSON's default format keeps milliseconds).
-CARRIED_FIELDS = ("__kind", "__wstart", "__wend", "__etime", "__late_by", "__reason", "__stats")
-# The columns a chain's second stage reads besides the first stage's results (the carried records;
-# a replay's arrival order and batch): never part of a late row.
-STAGE_COLUMNS = (CARRY, "__arrival", "__batch")
-STAGE_VIEW = "__sqlwin_stage_"  # the prefix of the view of a chain's first-stage results
-UPSTREAM_ROW = "upstream_row"  # a chain's late sink: the first stage's result row a second stage found late
-
-
-@dataclass
-class StatefulQuery:
-    """A windowed aggregation prepared for the runtime: the SQL around it and the worker's config."""
-
-    plan: QueryPlan
-    relation: WindowRelation
-    config: OperatorConfig
-    key_names: list[str]  # output names of the keys (the column's own name, or __k<i>)
-    argument_sql: list[str]
-    aggregate_sql: list[str]  # the aggregate expressions as written, for types and messages
-    row_columns: list[str]  # input columns carried into late rows
-    source_sql: str  # FROM ... [WHERE ...] of the input, with the query's CTEs
-    with_sql: str
-    key_sql: list[str]
-    bucket_count: int
-    bucket_ids: tuple[int, ...] = ()  # the id of each bucket (default 0 .. bucket_count-1)
-    carry: bool = False  # a chain's second stage: its input carries the first stage's records (CARRY)
-    where_guard: int | None = None  # the aggregate counting a window's rows WHERE keeps (prepare_stateful)
-    # One clock for the stream, spread over the buckets by the GROUP BY keys: each bucket is told the
-    # stream's batch extremes (operator.clock_packer). Else such a stream runs in one bucket.
-    spread: bool = False
-    # A windowed aggregation with no key and one clock for the stream, spread over the buckets by a
-    # hash of its rows (`partial_aggregation`): each bucket fires its partial aggregates of a window
-    # (every bucket closes it in the same micro-batch: one clock), and typed_emissions_sql merges
-    # them -- the merged SQL of each aggregate over the partial columns __agg<j>.
-    partial_merge: tuple[str, ...] | None = None
-    where_sql: str | None = None  # the query's WHERE over the input (part of source_sql)
-
-    # -- step 1 ------------------------------------------------------------------------
-
-    def input_sql(self, arrival: bool) -> str:
-        """One row per input row. `arrival`: a replay, which also reads the recorded batches."""
-        return f"{self.with_sql}SELECT {', '.join(self.input_columns(arrival))} {self.source_sql}"
-
-    def input_columns(self, arrival: bool) -> list[str]:
-        """`input_sql`'s columns, as Spark SQL expressions over the window function's input."""
-        rel, options = self.relation, self.relation.options
-        columns = [f"{self._bucket_sql()} AS __bucket"]
-        columns += [f"{sql} AS {layout.key(i)}" for i, sql in enumerate(self.key_sql)]
-        bound = _count_bound_column(rel)
-        columns.append(f"{_ordinal_of(bound, rel.columns) if bound else _time_micros(rel)} AS __time")
-        columns += [f"{sql} AS {layout.argument(i)}" for i, sql in enumerate(self.argument_sql)]
-        columns += [f"{quote_identifier(name)} AS {layout.carried(i)}" for i, name in enumerate(self.row_columns)]
-        ptime = options.get("arrival_time")
-        columns.append(f"{_micros_of(ptime, rel.columns)} AS __ptime" if ptime else "CAST(NULL AS BIGINT) AS __ptime")
-        columns.append(f"{_in_batch_order(rel)} AS __order")
-        if self.carry:
-            columns.append(CARRY)
-        if arrival:  # replay: micro-batch boundaries as recorded (each row its own batch without them)
-            batch = options.get("arrival_batch") or options["arrival_order"]
-            columns.append(f"{_ordinal_of(batch, rel.columns)} AS __batch")
-        return columns
-
-    def _bucket_sql(self) -> str:
-        positions = self.config.clock_positions
-        clock_keys = self.key_sql if positions is None or self.spread else [self.key_sql[i] for i in positions]
-        if not clock_keys or self.bucket_count == 1:
-            return str(self.bucket_ids[0]) if self.bucket_ids else "0"
-        index = f"pmod(hash({', '.join(clock_keys)}), {self.bucket_count})"
-        if self.partial_merge is not None:  # the hidden key is the bucket's index already
-            index = self.key_sql[0]
-        if not self.bucket_ids or self.bucket_ids == tuple(range(self.bucket_count)):
-            return index
-        return f"element_at(array({', '.join(map(str, self.bucket_ids))}), {index} + 1)"
-
-    # -- step 3 ------------------------------------------------------------------------
-
-    def typed_emissions_sql(self, records: str, carry: bool = False) -> str:
-        """Emission records with the window columns in the time column's own type, keys by name.
-
-        `carry`: a chain's first stage, whose other records (late, rejected, stats) go on to the
-        second stage as JSON in a CARRY column (one projection: a second reader of the records
-        would run the first stage's operator twice)."""
-        columns = self.typed_emission_columns()
-        keys = columns[:len(self.key_names)]
-        if self.partial_merge is not None and not carry:
-            # The buckets' partial aggregates of a window (all fired in one batch) merged into one row;
-            # its sequence: the first bucket's (each bucket numbers its own emissions).
-            window = ["window_start", "window_end", "window_time", "window_index", "__op", "__firing", "__batch"]
-            partials = columns[len(keys):]  # without the hidden key
-            merged = [f"{sql} AS {layout.aggregate(i)}" for i, sql in enumerate(self.partial_merge)]
-            return (f"SELECT {', '.join(window[:4])}, {', '.join(merged)}, __op, __firing, min(__seq) AS __seq, "
-                    f"__batch FROM (SELECT {', '.join(partials)} FROM {records} WHERE __kind = 'emit') "
-                    f"GROUP BY {', '.join(window)}")
-        if not carry:
-            return f"SELECT {', '.join(columns)} FROM {records} WHERE __kind = 'emit'"
-        record = named_struct((name, name) for name in (*CARRIED_FIELDS, *layout.carried_columns(self.config.late_width)))
-        columns.append(f"CASE WHEN __kind <> 'emit' THEN to_json({record}, {json_options_sql()}) END AS {CARRY}")
-        return f"SELECT {', '.join(columns)} FROM {records}"
-
-    def typed_emission_columns(self) -> list[str]:
-        """The columns of `typed_emissions_sql` (one stage, no partial aggregates), as Spark SQL
-        expressions over the records."""
-        keys = [f"{layout.key(i)} AS {quote_identifier(name)}" for i, name in enumerate(self.key_names)]
-        aggregates = layout.aggregates(len(self.config.aggregates))
-        return [*keys, *self._window_columns(), "__windex AS window_index", *aggregates,
-                "__op", "__firing", "__seq", "__batch"]
-
-    def result_sql(self, typed: str, carry: bool = False) -> str:
-        """The user's SELECT (and HAVING) over the typed emissions. `carry`: over
-        `typed_emissions_sql(..., carry=True)`, whose carried records pass HAVING untouched."""
-        outputs, condition = self.result_parts(carry)
-        where = f" WHERE {condition}" if condition else ""
-        return f"SELECT {', '.join(outputs)} FROM {typed}{where}"
-
-    def result_parts(self, carry: bool = False) -> tuple[list[str], str | None]:
-        """`result_sql`'s columns and condition, as Spark SQL expressions over the typed emissions."""
-        select: exp.Select = self.plan.ast
-        outputs = [self._rewrite(e.copy()).sql(dialect="spark") for e in select.expressions]
-        system = ["__op AS op", "__firing AS firing", "__seq AS emit_seq", "__batch", "__seq"]
-        having = select.args.get("having")
-        condition = self._rewrite(_with_aliases_expanded(having.this.copy(), select, self.plan)).sql(dialect="spark") \
-            if having else None
-        if self.where_guard is not None:  # a window none of whose rows WHERE keeps gives no row
-            guard = f"{layout.aggregate(self.where_guard)} > 0"
-            condition = f"({condition}) AND {guard}" if condition else guard
-        if carry:
-            system.append(CARRY)
-            condition = f"{CARRY} IS NOT NULL OR ({condition})" if condition else None
-        return outputs + system, condition
-
-    def carried_schema(self, record_schema):
-        """The Spark schema of this stage's records as it carries them on (CARRIED_FIELDS, __r*)."""
-        from pyspark.sql.types import StructType
-
-        names = {*CARRIED_FIELDS, *layout.carried_columns(self.config.late_width)}
-        return StructType([f for f in record_schema.fields if f.name in names])
-
-    def late_sql(self, records: str, row_struct: str | None = None) -> str:
-        """Late and rejected rows: the row as it came, how late, the window it missed, why.
-        `row_struct`: the row's columns as one struct column of that name (a chain's second stage,
-        whose rows are the first stage's results)."""
-        row = self._late_row_columns(row_struct)
-        start, end = (self._to_time("__wstart"), self._to_time("__wend"))
-        if self._epoch_ms:
-            late_by = "div(__late_by, 1000)"
-        else:
-            late_by = "make_dt_interval(0, 0, 0, __late_by / 1000000)"
-        columns = [*row, f"{late_by} AS late_by", f"{start} AS window_start", f"{end} AS window_end",
-                   "__reason AS reason", "__batch"]
-        return f"SELECT {', '.join(columns)} FROM {records} WHERE __kind IN ('late', 'rejected')"
-
-    def _late_row_columns(self, row_struct: str | None) -> list[str]:
-        """The late / rejected row's own columns (see late_sql)."""
-        pairs = [(name, layout.carried(i)) for i, name in enumerate(self.row_columns)]
-        if row_struct is None:
-            return [f"{value} AS {quote_identifier(name)}" for name, value in pairs]
-        return [f"{named_struct(pairs)} AS {quote_identifier(row_struct)}"] if pairs else []
-
-    def late_row_sql(self, source: str, columns: dict[str, str]) -> dict[str, str]:
-        """How a row of the table `source` (its `columns`, lower-case name -> name) fills the
-        record columns a late or rejected row carries: {__r<i>: SQL over the row}. Empty where the
-        window function does not read that table (a chain's second stage, another query's table)."""
-        if (identifier_name(self.relation.source) or "").lower() != source.lower():
-            return {}
-        return {layout.carried(i): quote_identifier(columns[name.lower()])
-                for i, name in enumerate(self.row_columns) if name.lower() in columns}
-
-    def _window_columns(self) -> list[str]:
-        windower = self.relation.windower
-        bound = _count_bound_column(self.relation)
-        if bound:  # an untimed count window shows its first and last rows' ORDER BY values
-            kind = self.relation.columns.get(bound, "bigint")
-            start, end = (micros_timestamp_sql(c, kind == "timestamp_ntz") if kind.startswith("timestamp")
-                          else f"CAST({c} AS {kind})" for c in ("__wstart", "__wend"))
-            return [f"{start} AS window_start", f"{end} AS window_end", f"{end} AS window_time"]
-        start, end = self._to_time("__wstart"), self._to_time("__wend")
-        if isinstance(windower, (Slide, CountWindow, GlobalWindow)):
-            last = end  # both ends inside the window
-        elif self._epoch_ms:
-            last = f"{end} - 1"
-        else:
-            last = f"{end} - INTERVAL 1 MICROSECOND"
-        return [f"{start} AS window_start", f"{end} AS window_end", f"{last} AS window_time"]
-
-    @property
-    def _epoch_ms(self) -> bool:
-        """Window columns in epoch milliseconds: an epoch-ms time column, or processing time
-        read from a LONG epoch-ms arrival_time column (a TIMESTAMP one gives timestamps)."""
-        time, rel = self.relation.time, self.relation
-        if time is not None and time.kind == "processing_time":
-            arrival = rel.options.get("arrival_time")
-            return bool(arrival) and not rel.columns.get(arrival, "").startswith("timestamp")
-        return time is not None and time.kind == "epoch_ms"
-
-    @property
-    def _ntz(self) -> bool:
-        """Window columns in TIMESTAMP_NTZ: a TIMESTAMP_NTZ time column, or processing time read from a
-        TIMESTAMP_NTZ arrival_time column. Their microseconds are the wall clock read as UTC, in no
-        session time zone."""
-        time, rel = self.relation.time, self.relation
-        if time is not None and time.kind == "processing_time":
-            return rel.columns.get(rel.options.get("arrival_time") or "", "") == "timestamp_ntz"
-        return time is not None and time.ntz
-
-    def _to_time(self, micros: str) -> str:
-        return f"div({micros}, 1000)" if self._epoch_ms else micros_timestamp_sql(micros, self._ntz)
-
-    def _rewrite(self, node: exp.Expr) -> exp.Expr:
-        """Aggregates become the runtime's columns, key expressions their key columns."""
-        aggregates = {sql: i for i, sql in enumerate(self.aggregate_sql)}
-        keys = {sql: i for i, sql in enumerate(self.key_sql)}
-
-        def replace(n: exp.Expr) -> exp.Expr:
-            if isinstance(n, (exp.AggFunc, exp.Filter)) or _is_anonymous_aggregate(n):
-                return exp.column(layout.aggregate(aggregates[_aggregate_identity(n)]))
-            if not isinstance(n, exp.Column) and n.sql(dialect="spark") in keys:
-                return exp.column(self.key_names[keys[n.sql(dialect="spark")]], quoted=True)
-            if isinstance(n, exp.Column) and n.table:
-                return exp.column(n.name, quoted=True)
-            return n
-
-        return node.transform(replace)
-
-
-# --------------------------------------------------------------------------- preparing
+__all__ = ["RESULT_ORDER", "SPREAD_KEY", "STAGE_VIEW", "SYSTEM_COLUMNS", "UPSTREAM_ROW", "StatefulQuery",
+           "can_spread_clock", "chain_late", "check_input_types", "partial_aggregation", "prepare_stateful",
+           "runtime_computes", "source_sql", "time_micros"]
 
 
 def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
@@ -289,8 +55,6 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
     `carry`: the second stage of a chain, whose input has the first stage's records in a CARRY
     column: they bypass the query's WHERE and are never row columns."""
     if plan.join is not None:  # window functions joined per key and window (spark/joins.py)
-        from sqlwin.spark.joins import prepare_join
-
         return prepare_join(plan, mode, bucket_count, bucket_ids, spread)
     agg = _require_aggregation(plan, mode)
     rel = agg.relation
@@ -302,7 +66,7 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
     _check_count_order(plan, rel, mode)
     keys = list(agg.group_keys)
     clock_positions = _clock_positions(plan, rel, keys)
-    aggregate_nodes = _aggregate_nodes(plan, agg)
+    calls = aggregate_nodes(plan, agg)  # the aggregate calls of the SELECT list and HAVING
     where = plan.ast.args.get("where")
     # A data-dependent window (SESSION, COUNT_WINDOW, SLIDE) is formed from every row of its table, as
     # SQL's window function reads them; WHERE then keeps rows of the windows (as over a finished
@@ -310,11 +74,11 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
     # (`where_guard`: a count of the rows it keeps). Other windows do not depend on their rows:
     # WHERE filters the rows before they reach the runtime.
     inside = where is not None and isinstance(rel.windower, (Session, CountWindow, Slide))
-    computed = aggregate_nodes
+    computed = calls
     if inside:
         guard = exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=where.this.copy()))
-        computed = [_filtered(node, where.this) for node in aggregate_nodes] + [guard]
-    specs, arguments = _aggregate_specs(plan, computed)
+        computed = [_filtered(node, where.this) for node in calls] + [guard]
+    specs, arguments = aggregate_specs(plan, computed)
     watermark = rel.watermark
     if clock_positions == () or (clock_positions is not None and clock_positions != tuple(range(len(keys)))):
         watermark = dataclasses.replace(watermark, scope="stream")  # one clock per runtime
@@ -353,7 +117,7 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
     condition = where.this.sql(dialect="spark") if where is not None and not inside else None
     if carry:
         condition = f"{CARRY} IS NOT NULL OR ({condition})" if condition else None
-    source_sql = f"FROM {_source_sql(rel)}" + (f" WHERE {condition}" if condition else "")
+    from_sql = f"FROM {source_sql(rel)}" + (f" WHERE {condition}" if condition else "")
     if where is not None and any(c.name.lower() in ("window_start", "window_end", "window_time", "window_index")
                                  for c in where.find_all(exp.Column)):
         raise SqlwinUnsupportedError(
@@ -377,16 +141,16 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
         split = partial_aggregation(rel, plan.emit, watermark, specs, arguments)
         if split is not None:  # no key: a hash of the rows spreads them, the buckets' partials merge
             specs, merge = split
-            keys = [f"pmod(hash({', '.join([_time_micros(rel), *arguments])}), {bucket_count})"]
+            keys = [f"pmod(hash({', '.join([time_micros(rel), *arguments])}), {bucket_count})"]
             key_names = [SPREAD_KEY]
             config = dataclasses.replace(config, aggregates=tuple(specs), key_count=1)
             spread, count = True, bucket_count
     return StatefulQuery(
         plan=plan, relation=rel, config=config, key_names=key_names, argument_sql=arguments,
-        aggregate_sql=[_aggregate_identity(n) for n in aggregate_nodes], row_columns=row_columns,
-        source_sql=source_sql, with_sql=with_sql, key_sql=keys, where_sql=condition,
+        aggregate_sql=[aggregate_identity(n) for n in calls], row_columns=row_columns,
+        source_sql=from_sql, with_sql=with_sql, key_sql=keys, where_sql=condition,
         bucket_count=count, bucket_ids=tuple(bucket_ids)[:count], carry=carry,
-        where_guard=len(aggregate_nodes) if inside else None, spread=spread and count > 1, partial_merge=merge,
+        where_guard=len(calls) if inside else None, spread=spread and count > 1, partial_merge=merge,
     )
 
 
@@ -441,15 +205,6 @@ def _numeric_argument(rel: WindowRelation, sql: str) -> bool:
     """A plain column of an integer or floating type (a sum's partials merge to the same type)."""
     kind = rel.columns.get(sql.strip("`").lower()) or rel.columns.get(sql.strip("`"), "")
     return kind in ("tinyint", "smallint", "int", "integer", "bigint", "long", "float", "double")
-
-
-def can_spread_clock(watermark) -> bool:
-    """A clock for the stream can be spread over buckets told the stream's batch extremes (see
-    WindowRuntime.process_batch): not 'min_event_time' (a late row must not lower the oldest time,
-    and only the runtime knows which rows are late), and not with an idle timeout (an idle stream's
-    clock jumps past the last open window of every key: a bucket knows only its own keys')."""
-    return watermark.strategy != "min_event_time" and watermark.idle_timeout is None
-
 
 def _filtered(node: exp.Expr, condition: exp.Expr) -> exp.Expr:
     """`node` FILTER (WHERE condition), AND-ed with a FILTER of its own."""
@@ -511,23 +266,16 @@ def _require_aggregation(plan: QueryPlan, mode: str) -> WindowAggregation:
             "ordering the returned DataFrame (replay) or the sink's table (streaming)", query=plan.sql)
     return agg
 
-
-def _loose_names(agg: WindowAggregation) -> set[str]:
-    """Names a select item or HAVING may use outside an aggregate: the GROUP BY keys that are
-    columns and the window columns."""
-    return {(identifier_name(k) or "").lower() for k in agg.group_keys} | set(WINDOW_COLUMNS)
-
-
 def _check_grouped_columns(plan: QueryPlan, agg: WindowAggregation) -> None:
     """A column outside every aggregate must be a GROUP BY key (or a window column), as Spark's
     MISSING_AGGREGATION says over a finished table; the runtime keeps nothing else per window, so
     unchecked such a column would surface as an unresolvable internal name."""
     keys = set(agg.group_keys)
-    names = _loose_names(agg)
+    names = loose_names(agg)
     aliases = {e.alias.lower() for e in plan.ast.expressions if isinstance(e, exp.Alias)}
 
     def visit(node: exp.Expr, allowed: set[str]) -> None:
-        if isinstance(node, (exp.AggFunc, exp.Filter, exp.Lambda, exp.Subquery)) or _is_anonymous_aggregate(node):
+        if isinstance(node, (exp.AggFunc, exp.Filter, exp.Lambda, exp.Subquery)) or is_anonymous_aggregate(node):
             return
         if node.sql(dialect="spark") in keys:
             return
@@ -546,23 +294,6 @@ def _check_grouped_columns(plan: QueryPlan, agg: WindowAggregation) -> None:
     having = plan.ast.args.get("having")
     if having is not None:
         visit(having.this, aliases)  # HAVING may name the SELECT's aliases, as in Spark
-
-
-def _with_aliases_expanded(condition: exp.Expr, select: exp.Select, plan: QueryPlan) -> exp.Expr:
-    """HAVING with each SELECT alias it names replaced by the aliased expression (`HAVING n > 1`
-    for `count(*) AS n`): the stateful result is one projection over the runtime's records."""
-    agg = plan.aggregation
-    loose = _loose_names(agg) if agg is not None else set(WINDOW_COLUMNS)
-    aliased = {e.alias.lower(): e.this for e in select.expressions if isinstance(e, exp.Alias)}
-
-    def replace(node: exp.Expr) -> exp.Expr:
-        if isinstance(node, exp.Column) and not node.table and node.name.lower() in aliased \
-                and node.name.lower() not in loose:
-            return aliased[node.name.lower()].copy()
-        return node
-
-    return condition.transform(replace)
-
 
 def _clock_positions(plan: QueryPlan, rel: WindowRelation, keys: list[str]) -> tuple[int, ...] | None:
     """Which GROUP BY keys carry the clock: the PARTITION BY columns (none: one clock for the stream)."""
@@ -592,159 +323,16 @@ def _key_name(sql: str, index: int) -> str:
     return name if name is not None else layout.key(index)
 
 
-# --------------------------------------------------------------------------- aggregates
-
-SUPPORTED_AGGREGATES = ("count(*)", "count(x)", "count(DISTINCT x)", "sum", "min", "max", "avg / mean",
-                        "collect_list / array_agg [ORDER BY ...]", "first", "last", "min_by", "max_by")
-_SIMPLE = {exp.Sum: "sum", exp.Min: "min", exp.Max: "max", exp.Avg: "avg", exp.ArrayAgg: "collect_list",
-           exp.First: "first", exp.FirstValue: "first", exp.Last: "last", exp.LastValue: "last"}
-
-
-def _aggregate_identity(node: exp.Expr) -> str:
-    """An aggregate's text in sqlwin's dialect, which keeps `array_agg(v ORDER BY k)`'s ORDER BY
-    (Spark's generator drops it, which would make it the same aggregate as collect_list(v))."""
-    return node.sql(dialect=SqlwinDialect)
-
-
-def _is_anonymous_aggregate(node: exp.Expr) -> bool:
-    return isinstance(node, exp.Anonymous) and str(node.this).lower() == "mean"
-
-
-def _aggregate_nodes(plan: QueryPlan, agg: WindowAggregation) -> list[exp.Expr]:
-    """The outermost aggregate calls of the SELECT list and HAVING, each once."""
-    roots = list(agg.select.expressions)
-    having = agg.select.args.get("having")
-    if having is not None:
-        roots.append(having.this)
-    found: dict[str, exp.Expr] = {}
-    for root in roots:
-        for node in root.walk(bfs=False):
-            if isinstance(node, (exp.AggFunc, exp.Filter)) or _is_anonymous_aggregate(node):
-                if not any(isinstance(a, (exp.AggFunc, exp.Filter)) for a in _ancestors(node, root)):
-                    found.setdefault(_aggregate_identity(node), node)
-    return list(found.values())
-
-
-def _ancestors(node: exp.Expr, root: exp.Expr) -> t.Iterator[exp.Expr]:
-    parent = node.parent
-    while parent is not None and node is not root:
-        yield parent
-        if parent is root:
-            return
-        node, parent = parent, parent.parent
-
-
-def _aggregate_specs(plan: QueryPlan, nodes: list[exp.Expr]) -> tuple[list[AggregateSpec], list[str]]:
-    """AggregateSpecs over argument columns __a<i> (each distinct argument expression once)."""
-    arguments: list[str] = []
-
-    def argument(node: exp.Expr) -> int:
-        sql = node.sql(dialect="spark")
-        if sql not in arguments:
-            arguments.append(sql)
-        return arguments.index(sql)
-
-    specs = []
-    for node in nodes:
-        where = None
-        if isinstance(node, exp.Filter):  # agg(...) FILTER (WHERE c)
-            node, where = node.this, node.expression.this
-
-        def kept(value: exp.Expr) -> exp.Expr:
-            """FILTER of an aggregate that skips NULLs: the value of a row FILTER keeps, else NULL."""
-            if where is None:
-                return value
-            return exp.Case(ifs=[exp.If(this=where.copy(), true=value.copy())])
-
-        if isinstance(node, exp.Count):
-            inner = node.this
-            if isinstance(inner, exp.Star) or inner is None:
-                specs.append(AggregateSpec("count") if where is None
-                             else AggregateSpec("count", argument(kept(exp.Literal.number(1)))))
-            elif isinstance(inner, exp.Distinct):
-                if len(inner.expressions) != 1:
-                    _unsupported_aggregate(plan, node, "count(DISTINCT) of more than one column")
-                specs.append(AggregateSpec("count_distinct", argument(kept(inner.expressions[0]))))
-            else:
-                specs.append(AggregateSpec("count", argument(kept(inner))))
-        elif isinstance(node, exp.ArrayAgg) and isinstance(node.this, exp.Order):
-            value = node.this.this
-            if isinstance(value, exp.Distinct):
-                _unsupported_aggregate(plan, node, "array_agg(DISTINCT ... ORDER BY ...)")
-            order = tuple((argument(key.this), bool(key.args.get("desc")), _nulls_first(key))
-                          for key in node.this.expressions)
-            specs.append(AggregateSpec("collect_list", argument(kept(value)), order=order))
-        elif type(node) in _SIMPLE and not isinstance(node.this, exp.Distinct):
-            func = _SIMPLE[type(node)]
-            if func in ("first", "last"):  # NULLs are values to these: FILTER drops the rows themselves
-                specs.append(AggregateSpec(func, argument(node.this),
-                                           filter=None if where is None else argument(where)))
-            else:
-                specs.append(AggregateSpec(func, argument(kept(node.this))))
-        elif _is_anonymous_aggregate(node) and len(node.expressions) == 1:
-            specs.append(AggregateSpec("avg", argument(kept(node.expressions[0]))))
-        elif isinstance(node, (exp.ArgMin, exp.ArgMax)):  # a row whose ordering value is NULL is skipped
-            func = "min_by" if isinstance(node, exp.ArgMin) else "max_by"
-            specs.append(AggregateSpec(func, argument(node.this), argument(kept(node.expression))))
-        else:
-            _unsupported_aggregate(plan, node, node.sql(dialect="spark"))
-    return specs, arguments
-
-
-def runtime_computes(plan: QueryPlan) -> bool:
-    """Whether the window runtime computes every aggregate of the query's windowed aggregation
-    (else spark/around.py keeps the window's rows and Spark aggregates them)."""
-    agg = plan.aggregation
-    if agg is None:
-        return True
-    try:
-        _aggregate_specs(plan, _aggregate_nodes(plan, agg))
-    except SqlwinUnsupportedError:
-        return False
-    return True
-
-
-def _nulls_first(key: exp.Ordered) -> bool:
-    """Spark's default: NULLS FIRST ascending, NULLS LAST descending."""
-    nulls_first = key.args.get("nulls_first")
-    return (not key.args.get("desc")) if nulls_first is None else bool(nulls_first)
-
-
-def _unsupported_aggregate(plan: QueryPlan, node: exp.Expr, what: str) -> t.NoReturn:
-    raise SqlwinUnsupportedError(
-        f"The window runtime cannot compute {what}", node_position(node, node.sql(dialect="spark")),
-        ", ".join(SUPPORTED_AGGREGATES) + "; any Spark aggregate over TUMBLE, HOP, CUMULATE, SESSION, COUNT_WINDOW or "
-        "SLIDE (the window's rows kept until it closes)", query=plan.sql)
-
-
-# --------------------------------------------------------------------------- columns
-
-
-def source_sql(rel: WindowRelation) -> str:
-    """The window function's input as a FROM item: its table or subquery, with its alias."""
-    alias = rel.source_alias  # a plain name; rel.source is SQL text already
-    return f"{rel.source} AS {quote_identifier(alias)}" if alias else rel.source
-
-
-def time_micros(rel: WindowRelation) -> str:
-    """The rows' event time as epoch microseconds (Spark SQL); NULL with processing time."""
-    time = rel.time
-    if time is None or time.kind == "processing_time":
-        return "CAST(NULL AS BIGINT)"
-    if time.kind == "epoch_ms":  # a DOUBLE / DECIMAL one rounded to the closest millisecond (QX-20)
-        return f"CAST({time.epoch_ms_sql()} AS BIGINT) * 1000"
-    return time.micros_sql()
-
-
-_source_sql, _time_micros = source_sql, time_micros  # their earlier names, still used in the lowering
-
-
-def _micros_of(column: str, columns: dict[str, str]) -> str:
-    """An arrival-time column in microseconds: TIMESTAMP, or LONG epoch milliseconds."""
-    kind = columns.get(column, "")
-    if kind.startswith("timestamp"):
-        return timestamp_micros_sql(quote_identifier(column), kind == "timestamp_ntz")
-    return f"CAST({quote_identifier(column)} AS BIGINT) * 1000"
+def _check_count_order(plan: QueryPlan, rel: WindowRelation, mode: str) -> None:
+    """A stream counts rows as they arrive; ORDER BY may only say how, not contradict it."""
+    if not rel.order_by:
+        return
+    column = single_order_column(rel, plan)
+    arrival = rel.options.get("arrival_order")
+    if arrival and _normal(column) != _normal(arrival):
+        raise SqlwinValidationError(
+            f"In {mode} mode COUNT_WINDOW counts rows in arrival order ({arrival}), not by {column}",
+            rel.position, f"ORDER BY {arrival}, or no ORDER BY", query=plan.sql)
 
 
 _NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal")
@@ -772,91 +360,9 @@ def check_input_types(stateful: StatefulQuery, schema) -> None:
             continue
         kind = types.get(layout.argument(spec.arg), "")
         if kind and not kind.startswith(_NUMERIC):
-            node = next((n for n in plan.ast.find_all(exp.AggFunc) if _aggregate_identity(n) == text), None)
+            node = next((n for n in plan.ast.find_all(exp.AggFunc) if aggregate_identity(n) == text), None)
             raise SqlwinValidationError(
                 f"{text} needs a number; its argument is {kind.upper()}",
                 node_position(node) if node is not None else rel.position,
                 f"{spec.func}(CAST({stateful.argument_sql[spec.arg]} AS DOUBLE)), or a numeric column",
                 query=plan.sql)
-
-
-def _count_bound_column(rel: WindowRelation) -> str | None:
-    """An untimed COUNT_WINDOW's order column (ORDER BY, else arrival_order): its values are the
-    window's bounds, as over a finished table (QX-25: windows [0, 3], [1, 4], ... of message
-    positions). None otherwise (a stream counting rows as they come: no bounds to show)."""
-    if not isinstance(rel.windower, CountWindow) or rel.time is not None:
-        return None
-    if rel.order_by:
-        return _single_order_column(rel)
-    return rel.options.get("arrival_order") or None
-
-
-def _in_batch_order(rel: WindowRelation) -> str:
-    """The order of rows inside one micro-batch, as one BIGINT.
-
-    The recorded arrival column when the query names one; else a COUNT_WINDOW's ORDER BY column;
-    else the order the source delivered (partition, then position): one constant, which the
-    operator's stable sort leaves as it came (Spark refuses monotonically_increasing_id() in a
-    streaming query).
-    """
-    order = rel.options.get("arrival_order")
-    if order:
-        return _ordinal_of(order, rel.columns)
-    if rel.order_by:
-        return _ordinal_of(_single_order_column(rel), rel.columns)
-    return "CAST(0 AS BIGINT)"
-
-
-def _check_count_order(plan: QueryPlan, rel: WindowRelation, mode: str) -> None:
-    """A stream counts rows as they arrive; ORDER BY may only say how, not contradict it."""
-    if not rel.order_by:
-        return
-    column = _single_order_column(rel, plan)
-    arrival = rel.options.get("arrival_order")
-    if arrival and _normal(column) != _normal(arrival):
-        raise SqlwinValidationError(
-            f"In {mode} mode COUNT_WINDOW counts rows in arrival order ({arrival}), not by {column}",
-            rel.position, f"ORDER BY {arrival}, or no ORDER BY", query=plan.sql)
-
-
-def _single_order_column(rel: WindowRelation, plan: QueryPlan | None = None) -> str:
-    order = rel.order_by
-    name = (identifier_name(order[0]) or "") if len(order) == 1 else ""
-    if name.lower() not in {c.lower() for c in rel.columns}:
-        raise SqlwinUnsupportedError(
-            "A stream orders the rows of a micro-batch by one input column (ascending)", rel.position,
-            "COUNT_WINDOW(TABLE t PARTITION BY k ORDER BY offset_col, n), or WITH (arrival_order = offset_col)",
-            query=plan.sql if plan else None)
-    return next(c for c in rel.columns if c.lower() == name.lower())
-
-
-def _ordinal_of(column: str, columns: dict[str, str]) -> str:
-    kind = columns.get(column, "")
-    if kind.startswith("timestamp"):
-        return timestamp_micros_sql(quote_identifier(column), kind == "timestamp_ntz")
-    return f"CAST({quote_identifier(column)} AS BIGINT)"
-
-
-# --------------------------------------------------------------------------- chains
-
-
-def chain_late(first: "DataFrame", second: "DataFrame", stage: int = 2) -> "DataFrame":
-    """A chain's late and rejected rows in one table, in every mode: the first stage's (its source's
-    rows as they came) and the second stage's (a first-stage result row, as one struct column
-    UPSTREAM_ROW), each with late_by, the window it missed, the reason, and `stage` (1 or 2).
-
-    A chain of more stages folds stage by stage: `first` is then the earlier stages' table (with its
-    `stage`) and `second` stage number `stage`, whose late rows hold stage `stage - 1`'s result row
-    as `upstream_row_<stage - 1>` (each stage's rows have their own columns)."""
-    from pyspark.sql import functions as F
-
-    if "stage" not in first.columns:
-        first = first.withColumn("stage", F.lit(1))
-    if stage > 2 and UPSTREAM_ROW in second.columns:
-        second = second.withColumnRenamed(UPSTREAM_ROW, f"{UPSTREAM_ROW}_{stage - 1}")
-    combined = first.unionByName(second.withColumn("stage", F.lit(stage)), allowMissingColumns=True)
-    hidden = [c for c in ("__batch",) if c in combined.columns]
-    leading = [c for c in first.columns if c not in hidden and c != "stage"]
-    order = [*leading, "stage", *(c for c in combined.columns if c not in leading and c not in hidden and c != "stage"),
-             *hidden]
-    return combined.select(*(F.col(quote_identifier(c)) for c in order))

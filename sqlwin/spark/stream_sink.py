@@ -1,0 +1,175 @@
+"""A stream's sink writer (foreachBatch): each micro-batch of the operator's records projected into
+the result sink and the late sink, `<sink>/batch_id=N/`, replaced when Spark re-runs the batch
+after a failure (exactly once); on the way, each bucket's figures kept in the checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import typing as t
+import uuid
+from pathlib import Path
+
+from pyspark.sql import functions as F
+
+from sqlwin.spark import supervision
+from sqlwin.spark.around import outer_frame
+from sqlwin.spark.checkpoint import save_batch, save_progress
+from sqlwin.spark.connect import is_connect
+from sqlwin.spark.operator import CARRIED
+from sqlwin.spark.stateful_query import UPSTREAM_ROW, StatefulQuery, chain_late
+from sqlwin.spark.stream_handle import SOURCES, Stage, StreamingWindowQuery
+from sqlwin.spark.stream_sources import MALFORMED
+from sqlwin.sql.text import JSON_OPTIONS
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+def sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
+    """foreachBatch: project one micro-batch of records into the result and late sinks.
+
+    One Spark job per batch: the operator's records flow straight into the result file, and an
+    Observation gathers, on the way, each bucket's stats record and how many records of each
+    kind there are (no separate pass, no cache). With a late sink and late or rejected rows, the
+    records are cached and a second job writes those. Over Spark Connect a write reports no
+    observed metrics: there the records are cached and one more job counts them. No global sort
+    (one output file, sorted within it by emission order) and no count job (the written file's
+    footer says how many rows).
+    """
+
+    def write(records_df: "DataFrame", batch_id: int) -> None:
+        from pyspark.sql import Observation
+
+        spark = records_df.sparkSession
+        observation = Observation(f"sqlwin_{uuid.uuid4().hex}") if not is_connect(spark) else None
+        if observation is not None:
+            records_df = records_df.observe(observation, *_summary_columns())
+        # read twice (the late rows; the SQL around the windows may read the results twice): computed once
+        cached = bool(handle.late_sink) or observation is None or handle.around is not None
+        if cached:
+            records_df = records_df.persist()
+        name = f"__sqlwin_batch_{uuid.uuid4().hex[:12]}"
+        try:
+            records_df.createOrReplaceTempView(name)
+            typed = f"({stateful.typed_emissions_sql(name)})"
+            result = spark.sql(stateful.result_sql(typed)).drop("__batch")
+            order = "__seq"
+            if handle.around is not None:  # the SQL around the windows, over this batch's results
+                result, order = outer_frame(spark, handle.around, result), None
+            handle.result_schema = result.drop("__seq").schema
+            written = _write_batch(result, handle.sink, batch_id, order=order, shuffle=not cached)
+            summary = observation.get if observation is not None else \
+                records_df.agg(*_summary_columns()).first().asDict()
+            rows_before = handle.total("rows")
+            kinds = _summarise(summary, handle, batch_id)
+            save_progress(handle.checkpoint, handle.bucket_stats)
+            late = 0
+            if handle.late_sink:
+                late_rows = _late_rows(spark, stateful, handle.inner, name).drop("__batch")
+                handle.late_schema = late_rows.schema
+                late = _write_batch(late_rows, handle.late_sink, batch_id,
+                                    records=kinds["late"] + kinds["rejected"])
+            figures = {"batch": batch_id, "results": written, "late": late,
+                       **handle.batch_figures(rows_before, kinds)}
+            handle.batches.append(figures)
+            save_batch(handle, {**figures,
+                                "result_schema": handle.result_schema.json() if handle.result_schema else None,
+                                "late_schema": handle.late_schema.json() if handle.late_schema else None})
+        finally:
+            spark.catalog.dropTempView(name)
+            if cached:
+                records_df.unpersist()
+
+    return supervision.guard_writer(write, handle)  # the checkpoint's lock kept; an unwritable directory named
+
+
+_KINDS = ("emit", "late", "rejected")
+
+
+def _late_rows(spark, stateful: StatefulQuery, inner: Stage | None, records: str) -> "DataFrame":
+    """A batch's late and rejected rows (`records`: its records' view). A chain's are both stages':
+    the first stage's (carried through the second as JSON) with its source's columns, the second's
+    with the first stage's result row as one struct column, each with the stage that judged it."""
+    if inner is None:
+        return spark.sql(stateful.late_sql(records))
+    carried = spark.table(records).where(F.col("__kind") == CARRIED) \
+        .select(F.from_json("__stats", inner.carried_schema, JSON_OPTIONS).alias("__p"), "__batch") \
+        .select("__p.*", "__batch")
+    view = f"{records}_stage1"
+    carried.createOrReplaceTempView(view)
+    try:  # a DataFrame keeps the plan it was analysed with: the view may go at once
+        first = spark.sql(inner.query.late_sql(view))
+        second = spark.sql(stateful.late_sql(records, row_struct=UPSTREAM_ROW))
+        return chain_late(first, second)
+    finally:
+        spark.catalog.dropTempView(view)
+
+
+def _summary_columns() -> list:
+    """What the sink writer observes of a batch's records: the stats records, a count per kind.
+    A chain's first stage's records come carried (JSON) through its second: counted by their own
+    kind, its stats apart."""
+    carried = F.col("__kind") == CARRIED
+    kind = F.when(carried, F.get_json_object("__stats", "$.__kind")).otherwise(F.col("__kind"))
+    reason = F.when(carried, F.get_json_object("__stats", "$.__reason")).otherwise(F.col("__reason"))
+    return [F.collect_list(F.when(F.col("__kind") == "stats", F.col("__stats"))).alias("stats"),
+            F.collect_list(F.when(carried & (kind == "stats"), F.get_json_object("__stats", "$.__stats")))
+            .alias("stage1_stats"),
+            *(F.count_if(kind == k).alias(k) for k in _KINDS),
+            F.count_if(reason == MALFORMED).alias(MALFORMED)]
+
+
+def _summarise(summary: dict, handle: StreamingWindowQuery, batch_id: int) -> dict[str, int]:
+    """Keep each bucket's stats record; how many records of each other kind the batch had.
+
+    Rows that did not convert never reach a bucket: the sources' own entry (SOURCES) counts them,
+    once per batch id, so a batch Spark runs again after a failure does not count them twice.
+    A chain's stages share bucket ids: the first stage's buckets are kept as "1:<bucket>", and
+    each entry says its stage."""
+    chain = handle.inner is not None
+    for text in summary.get("stats") or []:
+        figures = json.loads(text)
+        if chain:
+            figures["stage"] = 2
+        handle.bucket_stats[figures.pop("bucket")] = figures
+    for text in summary.get("stage1_stats") or []:
+        figures = json.loads(text)
+        handle.bucket_stats[f"1:{figures.pop('bucket')}"] = {**figures, "stage": 1}
+    bad = int(summary.get(MALFORMED) or 0)
+    sources = handle.bucket_stats.setdefault(SOURCES, {"rejected": 0, "rows": 0, "last_batch": -1})
+    if bad and batch_id > sources["last_batch"]:
+        sources["rejected"] += bad
+        sources["rows"] += bad
+        sources["last_batch"] = batch_id
+    return {kind: int(summary.get(kind) or 0) for kind in _KINDS}
+
+
+def _write_batch(frame: "DataFrame", sink: str, batch_id: int, records: int | None = None,
+                 order: str | None = None, shuffle: bool = False) -> int:
+    """Write (or replace) `sink/batch_id=N/` as one parquet file; how many rows it holds.
+
+    `records`: how many operator records feed `frame`, when known -- none means nothing to write
+    (and a re-run of the batch that now emits nothing removes what the first run wrote).
+    `shuffle`: `frame` is computed here, not read from a cache: one file through an exchange, so
+    the operator upstream keeps its parallelism (coalesce(1) would run it as one task).
+    """
+    target = Path(sink) / f"batch_id={batch_id}"
+    if records is None or records:
+        one_file = frame.repartition(1) if shuffle else frame.coalesce(1)
+        if order:
+            one_file = one_file.sortWithinPartitions(order).drop(order)
+        one_file.write.mode("overwrite").parquet(str(target))
+        count = _parquet_rows(target)
+        if count:
+            return count
+    if target.exists():
+        shutil.rmtree(target)
+    return 0
+
+
+def _parquet_rows(directory: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return sum(pq.ParquetFile(part).metadata.num_rows for part in directory.glob("*.parquet"))
