@@ -29,7 +29,7 @@ from sqlwin.runtime.select import RuntimeChoice
 from sqlwin.spark import layout
 from sqlwin.runtime.segments import SegmentedState, Store
 from sqlwin.runtime.snapshots import OtherSnapshotKind, seal, unseal
-from sqlwin.runtime.vector import Columns
+from sqlwin.runtime.columns import Columns
 
 if t.TYPE_CHECKING:
     import pyarrow as pa
