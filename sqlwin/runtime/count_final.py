@@ -87,12 +87,7 @@ class CountFinalRuntime(FixedFinalRuntime):
         return BatchResult()
 
     def open_windows(self, key: tuple = ()) -> list[tuple]:
-        position = self._index.get(key)
-        if position is None:
-            return []
-        mine = np.flatnonzero(self._wk == position)
-        order = mine[np.lexsort((self._ws[mine], self._we[mine]))]
-        starts, start_null, ends, end_null, _ = self._bounds(order)
+        starts, start_null, ends, end_null, _ = self._bounds(self._key_windows(key))
         return list(zip(nullable(starts, start_null), nullable(ends, end_null)))
 
     # -- windows -------------------------------------------------------------------------

@@ -312,12 +312,15 @@ class FixedFinalRuntime(KeyPieces):
         return None if raw == NONE else int(raw) - self.watermark_spec.delay
 
     def open_windows(self, key: tuple = ()) -> list[tuple]:
+        return [(int(self._ws[i]), int(self._we[i])) for i in self._key_windows(key)]
+
+    def _key_windows(self, key: tuple) -> np.ndarray:
+        """The open windows of `key`, by end, then start."""
         position = self._index.get(key)
         if position is None:
-            return []
+            return np.empty(0, np.int64)
         mine = np.flatnonzero(self._wk == position)
-        order = mine[np.lexsort((self._ws[mine], self._we[mine]))]
-        return [(int(self._ws[i]), int(self._we[i])) for i in order]
+        return mine[np.lexsort((self._ws[mine], self._we[mine]))]
 
     @property
     def open_window_count(self) -> int:
