@@ -4,7 +4,8 @@ import subprocess
 import sys
 
 from sqlwin.ir import EmitSpec, Tumble, WatermarkSpec
-from sqlwin.spark.operator import OperatorConfig, pack_rows, replay_partition
+from sqlwin.spark.operator import OperatorConfig, pack_rows
+from sqlwin.spark.replay_worker import replay_partition
 from sqlwin.spark.processor import WindowProcessor
 from sqlwin.runtime import AggregateSpec
 from sqlwin.runtime.vector import FixedFinalRuntime

@@ -41,27 +41,18 @@ class Accumulation:
         self._results = tuple(agg.result for agg in self.aggregates)
         # A window's pane of rows since its last firing: only DISCARDING keeps one.
         self.delta = self.init if self.discarding else _none
-        if self.discarding:
-            self.add = self._add_discarding
 
     def init(self) -> list:
         """Fresh states of every aggregate."""
         return [init() for init in self._inits]
 
     def add(self, window, time, seq, values) -> None:
-        """One row into a window; counts it for the trigger (since the last firing, open or closed)."""
+        """One row into a window (and into its pane, when DISCARDING); counts it for the trigger
+        (since the last firing, open or closed)."""
         adds = self._adds
         window.acc = [add(s, time, seq, values) for add, s in zip(adds, window.acc)]
-        window.pending += 1
-        if window.closed:
-            window.late_count += 1
-        else:
-            window.early_count += 1
-
-    def _add_discarding(self, window, time, seq, values) -> None:
-        adds = self._adds
-        window.acc = [add(s, time, seq, values) for add, s in zip(adds, window.acc)]
-        window.delta = [add(s, time, seq, values) for add, s in zip(adds, window.delta)]
+        if self.discarding:
+            window.delta = [add(s, time, seq, values) for add, s in zip(adds, window.delta)]
         window.pending += 1
         if window.closed:
             window.late_count += 1

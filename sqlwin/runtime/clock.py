@@ -94,7 +94,8 @@ class SideClocks:
         return {"sides": [clock.snapshot() for clock in self.sides]}
 
 
-def _restore_clock(state: dict) -> Clock | SideClocks:
+def restore_clock(state: dict) -> Clock | SideClocks:
+    """A clock from its snapshot: one Clock, or SideClocks (a join's one clock per side)."""
     if "sides" in state:
         return SideClocks([Clock.restore(side) for side in state["sides"]])
     return Clock.restore(state)
@@ -150,8 +151,8 @@ class Clocks:
                 "stream": self.stream.snapshot()}
 
     def restore(self, state: dict) -> None:
-        self.by_key = {key: _restore_clock(clock) for key, clock in state["keys"]}
-        self.stream = _restore_clock(state["stream"])
+        self.by_key = {key: restore_clock(clock) for key, clock in state["keys"]}
+        self.stream = restore_clock(state["stream"])
 
 
 def check_watermark(spec: WatermarkSpec, processing_time: bool) -> None:

@@ -17,16 +17,11 @@ from sqlwin.ir import EmitSpec, WatermarkSpec
 from sqlwin.runtime import snapshots, windows
 from sqlwin.runtime.accumulation import Accumulation
 from sqlwin.runtime.aggregates import make_aggregates
-from sqlwin.runtime.clock import Clocks
-from sqlwin.runtime.clock import check_watermark as _check_watermark
+from sqlwin.runtime.clock import Clocks, check_watermark
 from sqlwin.runtime.model import (FINAL, ON_TIME, AggregateSpec, BatchResult, Emission, RejectedRow, Row,
                                   RuntimeConfigError)
 from sqlwin.runtime.snapshots import check_restored_config
-from sqlwin.runtime.triggers import Trigger
-from sqlwin.runtime.triggers import check_emit as _check_emit
-
-# Imported from here by the vectorised runtime (vector.py).
-__all__ = ["WindowRuntime", "_check_emit", "_check_watermark", "check_restored_config"]
+from sqlwin.runtime.triggers import Trigger, check_emit
 
 INF = math.inf
 
@@ -48,8 +43,8 @@ class WindowRuntime:
         self.processing_time = bool(processing_time)
         logic_class = windows.logic_class(windower)
         aggregates = make_aggregates(self.aggregate_specs)
-        _check_watermark(watermark, self.processing_time)
-        _check_emit(emit)
+        check_watermark(watermark, self.processing_time)
+        check_emit(emit)
         self._panes = Accumulation(aggregates, emit, self._emit)
         self._logic = logic_class(windower, watermark, emit, self.processing_time, self._panes)
         self._trigger = Trigger(emit, self._logic, self._panes)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sqlwin.runtime.clock import _restore_clock
+from sqlwin.runtime.clock import restore_clock
 from sqlwin.runtime.engine import WindowRuntime
 from sqlwin.runtime.model import BatchResult
 
@@ -150,7 +150,7 @@ class KeyedWindowRuntime(WindowRuntime):
         """A runtime over the keys of `pieces`, in the order the stream first saw them."""
         runtime = cls(*config)
         g = globals_state
-        runtime._clocks.stream = _restore_clock(g["stream_clock"])
+        runtime._clocks.stream = restore_clock(g["stream_clock"])
         runtime._now, runtime._last_activity, runtime._max_event = g["now"], g["last_activity"], g["max_event"]
         runtime._row_seq, runtime._emit_seq, runtime._ended = g["row_seq"], g["emit_seq"], g["ended"]
         runtime.counts = dict(g["counts"])
@@ -163,7 +163,7 @@ class KeyedWindowRuntime(WindowRuntime):
             runtime._keys[key] = key_state.restore(state)
             runtime._seq_of[key] = seq
             if clock is not None:
-                runtime._clocks.by_key[key] = _restore_clock(clock)
+                runtime._clocks.by_key[key] = restore_clock(clock)
         return runtime
 
     @classmethod

@@ -17,9 +17,11 @@ from sqlwin.runtime.segments import INDEX, SEGMENT
 
 if t.TYPE_CHECKING:
     import pyarrow as pa
-from sqlwin.spark.operator import (CARRY, END_OF_INPUT, BucketState, OperatorConfig, SegmentedBucket, block_frames,
-                                   carried_records, records, records_frame, rows_frame, stream_bounds_of,
-                                   unpack_rows)
+from sqlwin.spark.bucket_input import rows_frame
+from sqlwin.spark.buckets import BucketState, SegmentedBucket
+from sqlwin.spark.operator import CARRY, END_OF_INPUT, OperatorConfig
+from sqlwin.spark.packing import stream_bounds_of, unpack_rows
+from sqlwin.spark.records import block_frames, carried_records, records, records_frame
 
 
 class WindowProcessor(StatefulProcessor):

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 from sqlwin.spark import layout
 from sqlwin.runtime import select
-from sqlwin.spark.operator import TIMESTAMP, choose_runtime, value_kind, record_columns, replay_columns, replay_partition
+from sqlwin.spark.operator import TIMESTAMP, choose_runtime, value_kind, record_columns
+from sqlwin.spark.replay_worker import replay_columns, replay_partition
 from sqlwin.spark.stateful import (RESULT_ORDER, STAGE_VIEW, UPSTREAM_ROW, StatefulQuery, chain_late, check_input_types,
                                    prepare_stateful)
 from sqlwin.sql.joins import describe_join

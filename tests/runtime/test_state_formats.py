@@ -40,7 +40,8 @@ from sqlwin.runtime.model import RuntimeConfigError
 from sqlwin.runtime.segments import INDEX, SEGMENT, MemoryStore, SegmentedState
 from sqlwin.runtime.snapshots import ENVELOPE, FORMATS, OtherSnapshotKind, unseal
 from sqlwin.runtime.vector import CountFinalRuntime, FixedFinalRuntime, SessionFinalRuntime
-from sqlwin.spark.operator import BucketState, OperatorConfig, SegmentedBucket
+from sqlwin.spark.buckets import BucketState, SegmentedBucket
+from sqlwin.spark.operator import OperatorConfig
 
 import test_runtime_snapshot_compat as compat
 from runtime_helpers import plain_data

@@ -281,7 +281,7 @@ def test_a_replays_stream_clock_is_handed_out_once_in_batch_order():
 
     import numpy as np
 
-    from sqlwin.spark.operator import _StreamClock
+    from sqlwin.spark.replay_worker import StreamClock as _StreamClock
 
     arrays = (np.array([2, 5, 5, 9]), np.array([0, 0, 1, 0]), np.array([20, 50, 51, 90]))
     clock = _StreamClock(arrays)
