@@ -251,7 +251,7 @@ def test_workers_load_the_functions_without_the_parser(tmp_path):
 
 
 def test_the_window_column_names_are_the_planners():
-    from sqlwin.spark.functions import WINDOW_COLUMNS
+    from sqlwin.spark.function_calls import WINDOW_COLUMNS
     from sqlwin.sql.plan import WINDOW_COLUMNS as PLANNED
 
     assert WINDOW_COLUMNS == PLANNED

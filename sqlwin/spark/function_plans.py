@@ -49,7 +49,7 @@ from pyspark.sql.types import (
 
 from sqlwin.errors import Position
 from sqlwin.ir import CountWindow, GlobalWindow, WatermarkSpec
-from sqlwin.spark.functions import INTEGRAL, KEYED, WindowFunctionError, analyze_call
+from sqlwin.spark.function_calls import INTEGRAL, KEYED, WindowFunctionError, analyze_call
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,9 @@ from sqlwin.timeline.text import EPOCH_MS_AS_DATE, duration_text, time_text
 if t.TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from sqlwin.timeline.model import Firing, Point, Timeline, Window
+# The model's classes (sqlwin/timeline/model.py), as the annotations here name them: the model
+# imports this module for Timeline.figure(), so this one reads them without importing them.
+Timeline = Window = Point = Firing = t.Any
 
 INSTALL_HINT = "pip install 'sqlwin[timeline]'"
 RETRACTIONS = ("-U", "-D")
