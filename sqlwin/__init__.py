@@ -15,6 +15,7 @@ from sqlwin.errors import (
     SqlwinUsageError,
     SqlwinValidationError,
 )
+from sqlwin.version import __version__
 
 # The API, the parser and Spark load on first use (PEP 562): a Spark Python worker that imports
 # sqlwin's runtime and worker code never loads sqlglot or the API.
@@ -41,6 +42,7 @@ def load_ipython_extension(ipython) -> None:
 
 
 __all__ = [
+    "__version__",
     "Explanation",
     "Sqlwin",
     "SqlwinError",
@@ -54,4 +56,3 @@ __all__ = [
     "register",
     "session",
 ]
-__version__ = "0.1.0"

@@ -159,13 +159,13 @@ def _versions() -> str:
     """`sqlwin --version`: sqlwin's and PySpark's versions, read without starting Spark."""
     from importlib.metadata import PackageNotFoundError, version
 
-    import sqlwin
+    from sqlwin.version import __version__
 
     try:
         spark = version("pyspark")
     except PackageNotFoundError:
         spark = "not installed"
-    return f"sqlwin {sqlwin.__version__}, Spark {spark}, Python {sys.version.split()[0]}"
+    return f"sqlwin {__version__}, Spark {spark}, Python {sys.version.split()[0]}"
 
 
 def _add_query_arguments(parser: argparse.ArgumentParser) -> None:

@@ -85,7 +85,7 @@ def check_connect_workers(spark, module: str = "sqlwin.spark.operator") -> None:
     """Over Spark Connect, replays and streams run sqlwin's worker code in the server's Python workers:
     check once per session that `module` imports there, from the same sqlwin version, under the same
     Python (cloudpickle needs it). A SqlwinUsageError naming what is missing otherwise."""
-    from sqlwin import __version__
+    from sqlwin.version import __version__
     from sqlwin.errors import SqlwinUsageError
 
     key = (getattr(spark, "session_id", id(spark)), module)
