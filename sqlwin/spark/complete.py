@@ -22,6 +22,7 @@ from sqlglot import exp
 
 from sqlwin.sql.dialect import SqlwinDialect, SqlwinGenerator, WindowTVF
 from sqlwin.errors import SqlwinError, SqlwinValidationError
+from sqlwin.spark.time_sql import epoch_ms_sql, time_from_micros_sql, time_micros_sql
 from sqlwin.sql.plan import (
     WINDOW_COLUMNS,
     CountWindow,
@@ -344,7 +345,7 @@ class _Time:
         self.time = time
         self.column = quote_identifier(time.name)
         self.epoch_ms = time.kind == "epoch_ms"
-        self._value = time.epoch_ms_sql() if self.epoch_ms else time.micros_sql()
+        self._value = epoch_ms_sql(time) if self.epoch_ms else time_micros_sql(time)
         # Rows without a time join no window (a rounded time is also NULL for NaN and infinities).
         self.present = f"{self._value} IS NOT NULL" if time.rounded else f"{self.column} IS NOT NULL"
 
@@ -359,7 +360,7 @@ class _Time:
     def to_time(self, number_sql: str) -> str:
         """A number in the column's unit back to the column's kind (LONG stays LONG, TIMESTAMP_NTZ
         stays TIMESTAMP_NTZ)."""
-        return f"({number_sql})" if self.epoch_ms else self.time.from_micros_sql(number_sql)
+        return f"({number_sql})" if self.epoch_ms else time_from_micros_sql(self.time, number_sql)
 
     def window_columns(self, start: str, end: str, inclusive_end: bool = False) -> str:
         """`window_start, window_end, window_time` from numbers; window_time is the last instant inside."""
@@ -562,7 +563,7 @@ def _annotate_count(relation: WindowRelation, w: CountWindow, src: str, keys: t.
 def _count_bounds(relation: WindowRelation) -> str:
     """What window_start / window_end of a count window show: the first / last row's time."""
     if relation.time is not None:
-        return relation.time.epoch_ms_sql() if relation.time.kind == "epoch_ms" else quote_identifier(relation.time.name)
+        return epoch_ms_sql(relation.time) if relation.time.kind == "epoch_ms" else quote_identifier(relation.time.name)
     first = _count_order(relation).split(", ")[0]
     return first.rsplit(" ", 1)[0] if first.upper().endswith((" ASC", " DESC")) else first
 

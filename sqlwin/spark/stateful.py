@@ -36,12 +36,11 @@ from sqlwin.sql.plan import (
     Slide,
     WindowAggregation,
     WindowRelation,
-    micros_timestamp_sql,
     node_position,
-    timestamp_micros_sql,
 )
 from sqlwin.spark import layout
 from sqlwin.spark.operator import CARRY, OperatorConfig
+from sqlwin.spark.time_sql import epoch_ms_sql, micros_timestamp_sql, time_micros_sql, timestamp_micros_sql
 from sqlwin.runtime import AggregateSpec
 from sqlwin.sql.text import identifier_name, json_options_sql, named_struct, quote_identifier
 
@@ -731,8 +730,8 @@ def _time_micros(rel: WindowRelation) -> str:
     if time is None or time.kind == "processing_time":
         return "CAST(NULL AS BIGINT)"
     if time.kind == "epoch_ms":  # a DOUBLE / DECIMAL one rounded to the closest millisecond (QX-20)
-        return f"CAST({time.epoch_ms_sql()} AS BIGINT) * 1000"
-    return time.micros_sql()
+        return f"CAST({epoch_ms_sql(time)} AS BIGINT) * 1000"
+    return time_micros_sql(time)
 
 
 def _micros_of(column: str, columns: dict[str, str]) -> str:

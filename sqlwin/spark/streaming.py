@@ -49,7 +49,8 @@ from sqlwin.spark.stateful import (STAGE_VIEW, UPSTREAM_ROW, StatefulQuery, can_
 from sqlwin.outputs import claim_sinks, read_metadata, write_json
 from sqlwin.spark import supervision
 from sqlwin.sql.joins import describe_join
-from sqlwin.sql.plan import describe_emit, describe_time, describe_watermark, describe_windower, outer_query
+from sqlwin.spark.propagation import outer_query
+from sqlwin.sql.plan import describe_emit, describe_time, describe_watermark, describe_windower
 from sqlwin.sql.text import JSON_OPTIONS, quote_identifier
 
 SOURCE_VIEW = "__sqlwin_source_"  # a stream's source is read through a view of this prefix, not its name

@@ -31,7 +31,6 @@ from sqlwin.sql.dialect import (
     LateRowsInto,
     SqlwinDialect,
     TableArg,
-    WindowOption,
     WindowOptions,
     WindowTVF,
     edit_distance,
@@ -96,19 +95,6 @@ class TimeColumn:
     @property
     def unit_micros(self) -> int:
         return 1_000 if self.kind == "epoch_ms" else 1
-
-    def micros_sql(self) -> str:
-        """Spark SQL for a TIMESTAMP (or TIMESTAMP_NTZ) row time as epoch microseconds."""
-        return timestamp_micros_sql(quote_identifier(self.name), self.ntz)
-
-    def from_micros_sql(self, micros: str) -> str:
-        """Epoch microseconds back to the column's type (TIMESTAMP or TIMESTAMP_NTZ)."""
-        return micros_timestamp_sql(micros, self.ntz)
-
-    def epoch_ms_sql(self) -> str:
-        """Spark SQL for an epoch-ms row time as whole milliseconds (NULL for NaN, infinities, overflow)."""
-        column = quote_identifier(self.name)
-        return f"TRY_CAST(round({column}) AS BIGINT)" if self.rounded else column
 
 
 @dataclass
@@ -595,28 +581,6 @@ def _time_column(node: WindowTVF, descriptor: Descriptor | None, columns: dict[s
           text=inner.name)
 
 
-_NTZ_EPOCH = "TIMESTAMP_NTZ '1970-01-01 00:00:00'"
-
-
-def timestamp_micros_sql(sql: str, ntz: bool) -> str:
-    """Epoch microseconds of a TIMESTAMP value (`unix_micros`), or of a TIMESTAMP_NTZ one read as UTC.
-
-    A TIMESTAMP_NTZ's fields are taken as a UTC time: `unix_micros` would first cast it to TIMESTAMP in
-    the session time zone, moving every time by the zone's offset, and Spark's `timestampdiff` between
-    two TIMESTAMP_NTZ values also goes through the session zone (a wall time in the hour a daylight
-    saving change skips comes out an hour later)."""
-    if not ntz:
-        return f"unix_micros({sql})"
-    fields = ", ".join(f"{part}({sql})" for part in ("year", "month", "day", "hour", "minute"))
-    return f"unix_micros(make_timestamp({fields}, date_part('SECOND', {sql}), 'UTC'))"
-
-
-def micros_timestamp_sql(micros: str, ntz: bool) -> str:
-    """Epoch microseconds as a TIMESTAMP (`timestamp_micros`), or as a TIMESTAMP_NTZ read as UTC
-    (`timestampadd` of microseconds to a TIMESTAMP_NTZ adds them to its fields, in no zone)."""
-    return f"timestampadd(MICROSECOND, {micros}, {_NTZ_EPOCH})" if ntz else f"timestamp_micros({micros})"
-
-
 def window_keys(relation: WindowRelation, group_keys: t.Sequence[str] = ()) -> tuple[str, ...]:
     """The keys whose rows form windows of their own, as Spark SQL over the window function's input.
 
@@ -1015,29 +979,6 @@ def _propagation(ast: exp.Expr, windows: list[WindowRelation]) -> Propagation | 
                and outer.time.name.lower() == "window_time"
                and all(not w.partition_by or w.watermark.scope == "stream" for w in inner))
     return Propagation(prefix + body.sql(dialect=SqlwinDialect), outer, cte, inherit)
-
-
-def outer_query(plan: "QueryPlan", source: str, options: dict[str, str]) -> str:
-    """The outer query of a propagation reading `source` (a view of the inner results) in place of the
-    inner query, with `options` added to its TABLE argument's (the replay's arrival columns)."""
-    ast = plan.ast.copy()
-    originals = list(plan.ast.find_all(WindowTVF))
-    node = list(ast.find_all(WindowTVF))[next(i for i, n in enumerate(originals) if n is plan.propagation.outer.node)]
-    table_arg = node.find(TableArg)
-    table_arg.set("this", exp.to_table(source))
-    if plan.propagation.inherit:
-        options = {**options, "watermark_strategy": "upstream"}
-    if options:
-        given = table_arg.args.get("options")
-        items = list(given.expressions) if given is not None else []
-        items += [WindowOption(this=exp.to_identifier(k), expression=exp.Literal.string(v) if k == "watermark_strategy"
-                               else exp.column(v)) for k, v in options.items()]
-        table_arg.set("options", WindowOptions(expressions=items))
-    with_ = ast.args.get("with_")
-    if with_ is not None and plan.propagation.cte is not None:
-        kept = [c for c in with_.expressions if c.alias_or_name.lower() != plan.propagation.cte.lower()]
-        ast.set("with_", exp.With(expressions=kept) if kept else None)
-    return ast.sql(dialect=SqlwinDialect)
 
 
 def _aggregation(ast: exp.Expr, windows: list[WindowRelation],
