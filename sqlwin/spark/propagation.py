@@ -1,7 +1,7 @@
 """A windowed aggregation over another's results (AP-11, a propagation) in a replay or a stream:
 the outer stage's query.
 
-The plan finds the two stages (sqlwin.sql.plan.Propagation); a replay or a stream runs the
+The plan finds the two stages (sqlwin.sql.aggregation.Propagation); a replay or a stream runs the
 inner one first and hands its results, as a view, to the outer query written here.
 """
 
@@ -11,10 +11,11 @@ import typing as t
 
 from sqlglot import exp
 
-from sqlwin.sql.dialect import SqlwinDialect, TableArg, WindowOption, WindowOptions, WindowTVF
+from sqlwin.sql.ast_nodes import TableArg, WindowOption, WindowOptions, WindowTVF
+from sqlwin.sql.dialect import SqlwinDialect
 
 if t.TYPE_CHECKING:
-    from sqlwin.sql.plan import QueryPlan
+    from sqlwin.sql.query_plan import QueryPlan
 
 
 def outer_query(plan: "QueryPlan", source: str, options: dict[str, str]) -> str:

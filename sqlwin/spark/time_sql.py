@@ -1,6 +1,6 @@
 """Spark SQL for a row's time: epoch microseconds from its column, and back.
 
-The plan says where a row's time comes from (sqlwin.sql.plan.TimeColumn: a TIMESTAMP or
+The plan says where a row's time comes from (sqlwin.sql.relation.TimeColumn: a TIMESTAMP or
 TIMESTAMP_NTZ column, or epoch milliseconds, perhaps rounded); the lowerings write the Spark SQL
 that reads it with these. A TIMESTAMP_NTZ is a wall-clock time in no zone: its epoch microseconds
 are read as if it were UTC, whatever the session time zone.
@@ -8,7 +8,7 @@ are read as if it were UTC, whatever the session time zone.
 
 from __future__ import annotations
 
-from sqlwin.sql.plan import TimeColumn
+from sqlwin.sql.relation import TimeColumn
 from sqlwin.sql.text import quote_identifier
 
 _NTZ_EPOCH = "TIMESTAMP_NTZ '1970-01-01 00:00:00'"

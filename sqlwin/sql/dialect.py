@@ -24,8 +24,8 @@ The dialect's pieces: the nodes (sqlwin/sql/ast_nodes.py), the parser (sqlwin/sq
 clause_parser.py, window_parser.py), the generator (sqlwin/sql/generator.py) and the syntax errors
 (sqlwin/sql/syntax_errors.py). This module puts them together as `SqlwinDialect` and reads a query:
 `parse_one`, `parse`, with the rewrites every reader relies on (TABLE (SELECT ...) as a named input,
-one form of an ordered collect). The nodes, the generator and the errors the plan uses are
-importable from here too.
+one form of an ordered collect). The names other layers read (WindowTVF, LateRowsInto,
+SqlwinGenerator) are importable from here too.
 """
 
 from __future__ import annotations
@@ -36,20 +36,10 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from sqlwin.errors import Position, SqlwinSyntaxError
-from sqlwin.sql.ast_nodes import (  # noqa: F401 (re-exported: sqlwin.sql.dialect.WindowTVF etc.)
-    WINDOW_FUNCTIONS,
-    Descriptor,
-    Emit,
-    LateRowsInto,
-    TableArg,
-    WindowOption,
-    WindowOptions,
-    WindowTVF,
-)
+from sqlwin.sql.ast_nodes import LateRowsInto, TableArg, WindowTVF  # noqa: F401 (LateRowsInto, WindowTVF re-exported)
 from sqlwin.sql.generator import SqlwinGenerator  # noqa: F401 (re-exported)
 from sqlwin.sql.scan import COMMENT, unclosed
-from sqlwin.sql.syntax_errors import (  # noqa: F401 (edit_distance re-exported)
-    edit_distance,
+from sqlwin.sql.syntax_errors import (
     from_parse_error,
     from_token_error,
     internal_error,
