@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sqlwin.errors import SqlwinSyntaxError, SqlwinValidationError
+from sqlwin.spark.time_sql import epoch_ms_sql
 from sqlwin.sql.plan import Cumulate, CountWindow, Hop, Session, Slide, Tumble, build_plan
 
 SCHEMA = {"t": {"k": "string", "ts": "timestamp", "v": "int", "name": "string", "ms": "bigint", "pos": "bigint"}}
@@ -57,7 +58,7 @@ def test_a_fractional_epoch_ms_column_is_rounded_to_the_millisecond(type_name):
     relation = build_plan("SELECT * FROM TUMBLE(TABLE f, DESCRIPTOR(ms), INTERVAL 1 SECOND)",
                           {"f": {"ms": type_name}}.get).windows[0]
     assert (relation.time.kind, relation.time.rounded) == ("epoch_ms", True)
-    assert relation.time.epoch_ms_sql() == "TRY_CAST(round(`ms`) AS BIGINT)"
+    assert epoch_ms_sql(relation.time) == "TRY_CAST(round(`ms`) AS BIGINT)"
 
 
 def test_emit_clause_is_read_whole():

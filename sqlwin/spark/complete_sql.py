@@ -11,6 +11,7 @@ import typing as t
 
 from sqlglot import exp
 
+from sqlwin.spark.time_sql import epoch_ms_sql, time_from_micros_sql, time_micros_sql
 from sqlwin.sql.dialect import SqlwinDialect, SqlwinGenerator
 from sqlwin.sql.plan import WINDOW_COLUMNS, TimeColumn, WindowRelation
 from sqlwin.sql.text import identifier_name, quote_identifier
@@ -63,7 +64,7 @@ class TimeSql:
         self.time = time
         self.column = quote_identifier(time.name)
         self.epoch_ms = time.kind == "epoch_ms"
-        self._value = time.epoch_ms_sql() if self.epoch_ms else time.micros_sql()
+        self._value = epoch_ms_sql(time) if self.epoch_ms else time_micros_sql(time)
         # Rows without a time join no window (a rounded time is also NULL for NaN and infinities).
         self.present = f"{self._value} IS NOT NULL" if time.rounded else f"{self.column} IS NOT NULL"
 
@@ -78,7 +79,7 @@ class TimeSql:
     def to_time(self, number_sql: str) -> str:
         """A number in the column's unit back to the column's kind (LONG stays LONG, TIMESTAMP_NTZ
         stays TIMESTAMP_NTZ)."""
-        return f"({number_sql})" if self.epoch_ms else self.time.from_micros_sql(number_sql)
+        return f"({number_sql})" if self.epoch_ms else time_from_micros_sql(self.time, number_sql)
 
     def window_columns(self, start: str, end: str, inclusive_end: bool = False) -> str:
         """`window_start, window_end, window_time` from numbers; window_time is the last instant inside."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import typing as t
 
 from sqlwin.errors import SqlwinValidationError
+from sqlwin.spark.time_sql import epoch_ms_sql
 from sqlwin.spark.complete_sql import TimeSql, key_column, partition_clause, star_except, timestamp_type
 from sqlwin.sql.plan import (
     WINDOW_COLUMNS,
@@ -189,7 +190,7 @@ def _annotate_count(relation: WindowRelation, w: CountWindow, src: str, keys: t.
 def count_bounds(relation: WindowRelation) -> str:
     """What window_start / window_end of a count window show: the first / last row's time."""
     if relation.time is not None:
-        return relation.time.epoch_ms_sql() if relation.time.kind == "epoch_ms" else quote_identifier(relation.time.name)
+        return epoch_ms_sql(relation.time) if relation.time.kind == "epoch_ms" else quote_identifier(relation.time.name)
     first = _count_order(relation).split(", ")[0]
     return first.rsplit(" ", 1)[0] if first.upper().endswith((" ASC", " DESC")) else first
 

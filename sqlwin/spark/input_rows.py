@@ -8,7 +8,8 @@ the order of rows inside one micro-batch, a COUNT_WINDOW's order column.
 from __future__ import annotations
 
 from sqlwin.errors import SqlwinUnsupportedError
-from sqlwin.sql.plan import CountWindow, QueryPlan, WindowRelation, timestamp_micros_sql
+from sqlwin.spark.time_sql import epoch_ms_sql, time_micros_sql, timestamp_micros_sql
+from sqlwin.sql.plan import CountWindow, QueryPlan, WindowRelation
 from sqlwin.sql.text import identifier_name, quote_identifier
 
 
@@ -24,8 +25,8 @@ def time_micros(rel: WindowRelation) -> str:
     if time is None or time.kind == "processing_time":
         return "CAST(NULL AS BIGINT)"
     if time.kind == "epoch_ms":  # a DOUBLE / DECIMAL one rounded to the closest millisecond (QX-20)
-        return f"CAST({time.epoch_ms_sql()} AS BIGINT) * 1000"
-    return time.micros_sql()
+        return f"CAST({epoch_ms_sql(time)} AS BIGINT) * 1000"
+    return time_micros_sql(time)
 
 
 def micros_of(column: str, columns: dict[str, str]) -> str:

@@ -29,7 +29,8 @@ from sqlwin.spark import layout
 from sqlwin.spark.input_rows import source_sql
 from sqlwin.spark.operator import OperatorConfig
 from sqlwin.spark.stateful_query import StatefulQuery, can_spread_clock
-from sqlwin.sql.plan import QueryPlan, TimeColumn, micros_timestamp_sql, node_position, timestamp_micros_sql
+from sqlwin.spark.time_sql import epoch_ms_sql, micros_timestamp_sql, timestamp_micros_sql
+from sqlwin.sql.plan import QueryPlan, TimeColumn, node_position
 from sqlwin.sql.text import identifier_name, named_struct, quote_identifier, quote_string
 
 WINDOW_BOUNDS = ("window_start", "window_end", "window_time")
@@ -292,7 +293,7 @@ def prepare_join(plan: QueryPlan, mode: str, bucket_count: int, bucket_ids: tupl
     for s, side in enumerate(sides):
         parts = [f"{s} AS __side"]
         parts += [f"{quote_identifier(k)} AS __jk{i}" for i, k in enumerate(join.keys[s])]
-        time_sql = side.time.epoch_ms_sql() if side.time.kind == "epoch_ms" else quote_identifier(side.time.name)
+        time_sql = epoch_ms_sql(side.time) if side.time.kind == "epoch_ms" else quote_identifier(side.time.name)
         parts.append(f"{time_sql} AS __ts")
         for option in ARRIVAL:
             if option in side.options:

@@ -24,7 +24,8 @@ from sqlwin.spark.stateful import (RESULT_ORDER, STAGE_VIEW, UPSTREAM_ROW, State
                                    prepare_stateful)
 from sqlwin.sql.joins import describe_join
 from sqlwin.spark import around
-from sqlwin.sql.plan import QueryPlan, outer_query
+from sqlwin.spark.propagation import outer_query
+from sqlwin.sql.plan import QueryPlan
 
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -17,8 +17,8 @@ from sqlwin.spark import layout
 from sqlwin.spark.aggregates import aggregate_identity, is_anonymous_aggregate, loose_names
 from sqlwin.spark.input_rows import count_bound_column, in_batch_order, micros_of, ordinal_of, time_micros
 from sqlwin.spark.operator import CARRY, OperatorConfig
-from sqlwin.sql.plan import (WINDOW_COLUMNS, CountWindow, GlobalWindow, QueryPlan, Slide, WindowRelation,
-                             micros_timestamp_sql)
+from sqlwin.spark.time_sql import micros_timestamp_sql
+from sqlwin.sql.plan import WINDOW_COLUMNS, CountWindow, GlobalWindow, QueryPlan, Slide, WindowRelation
 from sqlwin.sql.text import identifier_name, json_options_sql, named_struct, quote_identifier
 
 if t.TYPE_CHECKING:

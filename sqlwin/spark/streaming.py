@@ -55,7 +55,7 @@ from sqlwin.spark.stream_handle import Stage, StreamingWindowQuery
 from sqlwin.spark.stream_sink import sink_writer
 from sqlwin.spark.stream_sources import SOURCE_VIEW, read_directory, with_malformed
 from sqlwin.sql.joins import describe_join
-from sqlwin.sql.plan import outer_query
+from sqlwin.spark.propagation import outer_query
 from sqlwin.sql.text import quote_identifier
 
 if t.TYPE_CHECKING:

@@ -14,8 +14,11 @@ import typing as t
 from sqlglot import exp
 
 from sqlwin.errors import SqlwinError, SqlwinSyntaxError, SqlwinValidationError
-from sqlwin.sql.dialect import LateRowsInto, parse_one
-from sqlwin.sql.plan import _parents, _user_text, assuming_time_type, build_plan, did_you_mean, node_position
+from sqlwin.sql.ast_nodes import LateRowsInto
+from sqlwin.sql.binding import assuming_time_type
+from sqlwin.sql.dialect import parse_one
+from sqlwin.sql.places import did_you_mean, node_position, parents, user_text
+from sqlwin.sql.plan import build_plan
 
 
 # A statement whose first word is a keyword misspelt (SELEC): no SQL of Spark's either.
@@ -80,11 +83,11 @@ def _check_tables(ast: exp.Expr, known: dict[str, str], query: str) -> None:
     ctes = {cte.alias_or_name.lower() for cte in ast.find_all(exp.CTE)}
     for table in ast.find_all(exp.Table):
         if not isinstance(table.this, exp.Identifier) or table.args.get("db") or table.args.get("catalog") \
-                or any(isinstance(p, LateRowsInto) for p in _parents(table)):
+                or any(isinstance(p, LateRowsInto) for p in parents(table)):
             continue
         name = table.name
         if name.lower() in known or name.lower() in ctes:
             continue
         err = unknown_table(name, [*known.values(), *ctes])
-        raise SqlwinValidationError(err.message, node_position(table.this, _user_text(table.this)),
+        raise SqlwinValidationError(err.message, node_position(table.this, user_text(table.this)),
                                     err.hint, query=query)

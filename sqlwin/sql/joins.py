@@ -30,7 +30,7 @@ from sqlwin.errors import SqlwinError, SqlwinUnsupportedError
 from sqlwin.ir import Cumulate, Hop, Tumble
 
 if t.TYPE_CHECKING:
-    from sqlwin.sql.plan import WindowRelation
+    from sqlwin.sql.relation import WindowRelation
 
 JOIN_EMIT_MODES = ("final", "running", "complete")
 JOINABLE = (Tumble, Hop, Cumulate)

@@ -1,0 +1,42 @@
+"""A windowed aggregation over another's results (AP-11, a propagation) in a replay or a stream:
+the outer stage's query.
+
+The plan finds the two stages (sqlwin.sql.aggregation.Propagation); a replay or a stream runs the
+inner one first and hands its results, as a view, to the outer query written here.
+"""
+
+from __future__ import annotations
+
+import typing as t
+
+from sqlglot import exp
+
+from sqlwin.sql.ast_nodes import TableArg, WindowOption, WindowOptions, WindowTVF
+from sqlwin.sql.dialect import SqlwinDialect
+
+if t.TYPE_CHECKING:
+    from sqlwin.sql.query_plan import QueryPlan
+
+
+def outer_query(plan: "QueryPlan", source: str, options: dict[str, str]) -> str:
+    """The outer query of a propagation reading `source` (a view of the inner results) in place of the
+    inner query, with `options` added to its TABLE argument's (the replay's arrival columns)."""
+    ast = plan.ast.copy()
+    originals = list(plan.ast.find_all(WindowTVF))
+    node = list(ast.find_all(WindowTVF))[next(i for i, n in enumerate(originals) if n is plan.propagation.outer.node)]
+    table_arg = node.find(TableArg)
+    table_arg.set("this", exp.to_table(source))
+    if plan.propagation.inherit:
+        options = {**options, "watermark_strategy": "upstream"}
+    if options:
+        given = table_arg.args.get("options")
+        items = list(given.expressions) if given is not None else []
+        items += [WindowOption(this=exp.to_identifier(k), expression=exp.Literal.string(v) if k == "watermark_strategy"
+                               else exp.column(v)) for k, v in options.items()]
+        table_arg.set("options", WindowOptions(expressions=items))
+    with_ = ast.args.get("with_")
+    if with_ is not None:  # the inner query's CTEs are in `source` (every window function but the outer's)
+        inner = (plan.propagation.cte or "").lower()
+        kept = [c for c in with_.expressions if c.alias_or_name.lower() != inner and c.find(WindowTVF) is None]
+        ast.set("with_", exp.With(expressions=kept) if kept else None)
+    return ast.sql(dialect=SqlwinDialect)
