@@ -263,7 +263,7 @@ def test_a_chain_of_three_accounts_for_every_row_at_each_stage(sw, spark, tmp_pa
     no row late, the answer is complete input's."""
     rows = _stream(random.Random(12), 90)
     table = _table(spark, "cons_chain3", rows)
-    for mode in ("replay",):
+    for mode in ("replay", "stream"):
         results, late, status = _outputs(sw, spark, CHAIN_OF_THREE.format(arrival=ARRIVAL), table, "cons_chain3",
                                          mode, tmp_path, "cons_chain3_late")
         by_stage = {s: [r for r in late if r["stage"] == s] for s in (1, 2, 3)}
@@ -279,6 +279,9 @@ def test_a_chain_of_three_accounts_for_every_row_at_each_stage(sw, spark, tmp_pa
             {r[0] for r in rows if r[1] is None or r[2] is None}
         if status is not None:
             assert status["rows"] == len(rows)
+            assert status["stages"] == {s: {"late": sum(1 for r in by_stage[s] if r["reason"] == "late"),
+                                            "rejected": sum(1 for r in by_stage[s] if r["reason"] != "late")}
+                                        for s in (1, 2, 3)}
 
 
 def test_a_chain_of_three_gives_complete_inputs_answer(sw, spark):

@@ -18,6 +18,14 @@ if t.TYPE_CHECKING:
     from sqlwin.sql.query_plan import QueryPlan
 
 
+def chain_stages(plan: "QueryPlan", planner: t.Callable[[str], "QueryPlan"]) -> int:
+    """How many stateful stages a chain of windowed aggregations runs: 1 for no chain."""
+    stages = 1
+    while plan.propagation is not None:
+        plan, stages = planner(plan.propagation.inner_sql), stages + 1
+    return stages
+
+
 def outer_query(plan: "QueryPlan", source: str, options: dict[str, str]) -> str:
     """The outer query of a propagation reading `source` (a view of the inner results) in place of the
     inner query, with `options` added to its TABLE argument's (the replay's arrival columns)."""

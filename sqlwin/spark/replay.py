@@ -24,7 +24,7 @@ from sqlwin.spark.stateful import (RESULT_ORDER, STAGE_VIEW, UPSTREAM_ROW, State
                                    prepare_stateful)
 from sqlwin.sql.joins import describe_join
 from sqlwin.spark import around
-from sqlwin.spark.propagation import outer_query
+from sqlwin.spark.propagation import chain_stages, outer_query
 from sqlwin.sql.plan import QueryPlan
 
 if t.TYPE_CHECKING:
@@ -178,13 +178,16 @@ def explain_replay(runner: "SparkRunner", plan: QueryPlan):
                             [*stage.strategies, around.describe(plan.around, "replay")])
 
     if plan.propagation is not None:
-        inner = explain_replay(runner, runner.planner(plan.propagation.inner_sql))
-        inherit = ("its watermark follows stage 1's firings (watermark_strategy 'upstream')"
+        inner_plan = runner.planner(plan.propagation.inner_sql)
+        inner = explain_replay(runner, inner_plan)
+        number = chain_stages(plan, runner.planner)
+        inherit = (f"its watermark follows stage {number - 1}'s firings (watermark_strategy 'upstream')"
                    if plan.propagation.inherit else "its own watermark over window_time")
-        return LoweredQuery(f"{inner.sql}\n  -- stage 2, over stage 1's results: {plan.sql}",
-                            [f"stage 1: {s}" for s in inner.strategies]
-                            + [f"stage 2: {plan.propagation.outer.function} replays stage 1's results in the "
-                               f"order and arrival batches they were emitted (window propagation); {inherit}"])
+        earlier = inner.strategies if inner_plan.propagation is not None else [f"stage 1: {s}" for s in inner.strategies]
+        return LoweredQuery(f"{inner.sql}\n  -- stage {number}, over stage {number - 1}'s results: {plan.sql}",
+                            earlier + [f"stage {number}: {plan.propagation.outer.function} replays stage "
+                                       f"{number - 1}'s results in the order and arrival batches they were emitted "
+                                       f"(window propagation); {inherit}"])
     query = prepare_stateful(plan, "replay", runner.shuffle_partitions, spread=True, partial=True)
     input_sql = query.input_sql(arrival=True)
     rows = runner.sql(input_sql, plan.sql)  # analysed only: the schema decides the engine path

@@ -45,7 +45,7 @@ class StreamingWindowQuery:
     _records: dict = field(default_factory=dict, repr=False)  # batch record files read so far, by name
     control_buckets: tuple = ()  # the bucket ids every stage of the stream has (end of input reaches each)
     read_twice: tuple = ()  # directories read by two branches, good and malformed rows (read_directory)
-    inner: "Stage | None" = None  # a chain's first stage (its records reach the sink carried)
+    inners: tuple = ()  # a chain's earlier stages, first to last (their records reach the sink carried)
     restart: t.Any = field(default=None, repr=False)  # starts the query again (supervision: a failed worker start)
     supervisor: t.Any = field(default=None, repr=False)  # supervision.Supervisor: the checkpoint's lock, restarts
     around: "Around | None" = None  # SQL around the window functions, run per micro-batch (spark/around.py)
@@ -191,21 +191,21 @@ class StreamingWindowQuery:
         # Every row taken in: a bucket's rows (those it accepted) and those it rejected (NULL key or
         # time); the sources' entry counts its malformed rows once, as rows and as rejected.
         return sum((s.get("rows") or 0) + (0 if b == SOURCES else s.get("rejected") or 0)
-                   for b, s in self.bucket_stats.items() if s.get("stage") != 2)
+                   for b, s in self.bucket_stats.items() if s.get("stage", 1) == 1)
 
     def stage_figures(self) -> dict[int, dict[str, int]] | None:
         """A chain's late and rejected rows per stage (1: its source's rows, 2: the first stage's
-        results); None for one stage. Rows of a source that did not convert are stage 1's."""
-        if self.inner is None:
+        results, ...); None for one stage. Rows of a source that did not convert are stage 1's."""
+        if not self.inners:
             return None
         return {stage: {"late": self.total("late", stage), "rejected": self.total("rejected", stage)}
-                for stage in (1, 2)}
+                for stage in range(1, len(self.inners) + 2)}
 
 
 @dataclass
 class Stage:
-    """A chain's first stage, as its sink writer sees it: its records come carried (JSON) in the
-    second stage's records, in this schema."""
+    """A chain's stage before the last, as its sink writer sees it: its records come carried (JSON)
+    in the next stage's records, in this schema (and, from a stage further back, carried again)."""
 
     query: StatefulQuery
     carried_schema: t.Any

@@ -45,7 +45,7 @@ def sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
         spark = records_df.sparkSession
         observation = Observation(f"sqlwin_{uuid.uuid4().hex}") if not is_connect(spark) else None
         if observation is not None:
-            records_df = records_df.observe(observation, *_summary_columns())
+            records_df = records_df.observe(observation, *_summary_columns(len(handle.inners) + 1))
         # read twice (the late rows; the SQL around the windows may read the results twice): computed once
         cached = bool(handle.late_sink) or observation is None or handle.around is not None
         if cached:
@@ -61,13 +61,13 @@ def sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
             handle.result_schema = result.drop("__seq").schema
             written = _write_batch(result, handle.sink, batch_id, order=order, shuffle=not cached)
             summary = observation.get if observation is not None else \
-                records_df.agg(*_summary_columns()).first().asDict()
+                records_df.agg(*_summary_columns(len(handle.inners) + 1)).first().asDict()
             rows_before = handle.total("rows")
             kinds = _summarise(summary, handle, batch_id)
             save_progress(handle.checkpoint, handle.bucket_stats)
             late = 0
             if handle.late_sink:
-                late_rows = _late_rows(spark, stateful, handle.inner, name).drop("__batch")
+                late_rows = _late_rows(spark, stateful, handle.inners, name).drop("__batch")
                 handle.late_schema = late_rows.schema
                 late = _write_batch(late_rows, handle.late_sink, batch_id,
                                     records=kinds["late"] + kinds["rejected"])
@@ -88,35 +88,58 @@ def sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
 _KINDS = ("emit", "late", "rejected")
 
 
-def _late_rows(spark, stateful: StatefulQuery, inner: Stage | None, records: str) -> "DataFrame":
-    """A batch's late and rejected rows (`records`: its records' view). A chain's are both stages':
-    the first stage's (carried through the second as JSON) with its source's columns, the second's
-    with the first stage's result row as one struct column, each with the stage that judged it."""
-    if inner is None:
+def _late_rows(spark, stateful: StatefulQuery, inners: t.Sequence[Stage], records: str) -> "DataFrame":
+    """A batch's late and rejected rows (`records`: its records' view). A chain's are every stage's:
+    the first stage's (carried through each later one as JSON) with its source's columns, a later
+    stage's with its upstream stage's result row as one struct column, each with the stage that
+    judged it. Stage k's records are peeled from the last stage's, one level of carrying at a time."""
+    if not inners:
         return spark.sql(stateful.late_sql(records))
-    carried = spark.table(records).where(F.col("__kind") == CARRIED) \
-        .select(F.from_json("__stats", inner.carried_schema, JSON_OPTIONS).alias("__p"), "__batch") \
-        .select("__p.*", "__batch")
-    view = f"{records}_stage1"
-    carried.createOrReplaceTempView(view)
-    try:  # a DataFrame keeps the plan it was analysed with: the view may go at once
-        first = spark.sql(inner.query.late_sql(view))
-        second = spark.sql(stateful.late_sql(records, row_struct=UPSTREAM_ROW))
-        return chain_late(first, second)
+    views, level, per_stage = [], spark.table(records), {len(inners) + 1: (stateful, records)}
+    try:  # a DataFrame keeps the plan it was analysed with: the views may go at once
+        for number in range(len(inners), 0, -1):  # the stage whose records are carried one level further in
+            stage = inners[number - 1]
+            level = level.where(F.col("__kind") == CARRIED) \
+                .select(F.from_json("__stats", stage.carried_schema, JSON_OPTIONS).alias("__p"), "__batch") \
+                .select("__p.*", "__batch")
+            view = f"{records}_stage{number}"
+            level.createOrReplaceTempView(view)
+            views.append(view)
+            per_stage[number] = (stage.query, view)
+        late = None
+        for number in sorted(per_stage):
+            query, view = per_stage[number]
+            rows = spark.sql(query.late_sql(view, row_struct=UPSTREAM_ROW if number > 1 else None))
+            late = rows if late is None else chain_late(late, rows, number)
+        return late
     finally:
-        spark.catalog.dropTempView(view)
+        for view in views:
+            spark.catalog.dropTempView(view)
 
 
-def _summary_columns() -> list:
+def _summary_columns(stages: int = 1) -> list:
     """What the sink writer observes of a batch's records: the stats records, a count per kind.
-    A chain's first stage's records come carried (JSON) through its second: counted by their own
-    kind, its stats apart."""
-    carried = F.col("__kind") == CARRIED
-    kind = F.when(carried, F.get_json_object("__stats", "$.__kind")).otherwise(F.col("__kind"))
-    reason = F.when(carried, F.get_json_object("__stats", "$.__reason")).otherwise(F.col("__reason"))
-    return [F.collect_list(F.when(F.col("__kind") == "stats", F.col("__stats"))).alias("stats"),
-            F.collect_list(F.when(carried & (kind == "stats"), F.get_json_object("__stats", "$.__stats")))
-            .alias("stage1_stats"),
+    A chain's earlier stages' records come carried (JSON) through each later one: counted by their
+    own kind (the first level that is not 'carried'), each stage's stats apart (`stage<k>_stats`)."""
+    kinds, reasons, carried = [F.col("__kind")], [F.col("__reason")], []
+    payload = F.col("__stats")
+    for _ in range(stages - 1):  # one level of carrying: the record of the stage before, as JSON
+        carried.append(kinds[-1] == CARRIED)
+        kinds.append(F.get_json_object(payload, "$.__kind"))
+        reasons.append(F.get_json_object(payload, "$.__reason"))
+        payload = F.get_json_object(payload, "$.__stats")
+    kind, reason = kinds[-1], reasons[-1]
+    for level in range(len(carried) - 1, -1, -1):
+        kind = F.when(carried[level], kind).otherwise(kinds[level])
+        reason = F.when(carried[level], reason).otherwise(reasons[level])
+    stage_stats, inside, payload = [], F.lit(True), F.col("__stats")
+    for level in range(1, stages):  # the stats record of stage `stages - level`
+        inside = inside & carried[level - 1]
+        stage_stats.append(F.collect_list(F.when(inside & (kinds[level] == "stats"),
+                                                 F.get_json_object(payload, "$.__stats")))
+                           .alias(f"stage{stages - level}_stats"))
+        payload = F.get_json_object(payload, "$.__stats")
+    return [F.collect_list(F.when(F.col("__kind") == "stats", F.col("__stats"))).alias("stats"), *stage_stats,
             *(F.count_if(kind == k).alias(k) for k in _KINDS),
             F.count_if(reason == MALFORMED).alias(MALFORMED)]
 
@@ -126,17 +149,18 @@ def _summarise(summary: dict, handle: StreamingWindowQuery, batch_id: int) -> di
 
     Rows that did not convert never reach a bucket: the sources' own entry (SOURCES) counts them,
     once per batch id, so a batch Spark runs again after a failure does not count them twice.
-    A chain's stages share bucket ids: the first stage's buckets are kept as "1:<bucket>", and
+    A chain's stages share bucket ids: an earlier stage k's buckets are kept as "k:<bucket>", and
     each entry says its stage."""
-    chain = handle.inner is not None
+    last = len(handle.inners) + 1
     for text in summary.get("stats") or []:
         figures = json.loads(text)
-        if chain:
-            figures["stage"] = 2
+        if last > 1:
+            figures["stage"] = last
         handle.bucket_stats[figures.pop("bucket")] = figures
-    for text in summary.get("stage1_stats") or []:
-        figures = json.loads(text)
-        handle.bucket_stats[f"1:{figures.pop('bucket')}"] = {**figures, "stage": 1}
+    for stage in range(1, last):
+        for text in summary.get(f"stage{stage}_stats") or []:
+            figures = json.loads(text)
+            handle.bucket_stats[f"{stage}:{figures.pop('bucket')}"] = {**figures, "stage": stage}
     bad = int(summary.get(MALFORMED) or 0)
     sources = handle.bucket_stats.setdefault(SOURCES, {"rejected": 0, "rows": 0, "last_batch": -1})
     if bad and batch_id > sources["last_batch"]:

@@ -55,7 +55,7 @@ from sqlwin.spark.stream_handle import Stage, StreamingWindowQuery
 from sqlwin.spark.stream_sink import sink_writer
 from sqlwin.spark.stream_sources import SOURCE_VIEW, read_directory, with_malformed
 from sqlwin.sql.joins import describe_join
-from sqlwin.spark.propagation import outer_query
+from sqlwin.spark.propagation import chain_stages, outer_query
 from sqlwin.sql.text import quote_identifier
 
 if t.TYPE_CHECKING:
@@ -127,18 +127,19 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     if plan.around is not None:  # SQL around the window functions: per micro-batch over the stage's results
         around = plan.around
         plan = around_stage(plan, "streaming", views.values())
-    upstream = None
-    if plan.propagation is not None:
-        # AP-11: the inner windowed aggregation is the first stateful stage of the same stream; its
-        # results, as a view, are the outer query's input, the second stage.
-        upstream = plan_of(plan.propagation.inner_sql)
-        if upstream.propagation is not None or upstream.aggregation is None:
-            prepare_stateful(upstream, "streaming", 1)  # says why the inner query cannot run
-            raise SqlwinUnsupportedError("A stream chains two windowed aggregations, not more",
-                                         plan.propagation.outer.position, query=query_text)
+    # AP-11, window propagation: each inner windowed aggregation is an earlier stateful stage of the
+    # same stream, whose results, as a view, are the next stage's input. `later`: the plans whose
+    # outer window function reads the stage before, first to last (the statement itself is last).
+    later: list[QueryPlan] = []
+    first = plan
+    while first.propagation is not None:
+        later.insert(0, first)
+        first = plan_of(first.propagation.inner_sql)
+    if later:
+        if first.aggregation is None:
+            prepare_stateful(first, "streaming", 1)  # says why the inner query cannot run
         # The first stage's late and rejected rows go where the query sends its own (LATE ROWS INTO).
-        upstream = dataclasses.replace(upstream, late_into=plan.late_into)
-    first = upstream if upstream is not None else plan
+        first = dataclasses.replace(first, late_into=plan.late_into)
     # A query a stream refuses is refused before anything is written into the checkpoint.
     probe = prepare_stateful(first, "streaming", 1)
     probe_schema = runner.sql(probe.input_sql(arrival=False), query_text).schema
@@ -153,12 +154,12 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     keyed = kept_layout(checkpoint, "keyed_state", True)
     # A windowed aggregation with no key: partial aggregates per bucket, merged per window (a
     # checkpoint of an earlier version keeps its one bucket).
-    partial = kept_layout(checkpoint, "partial_aggregation", spread and upstream is None)
+    partial = kept_layout(checkpoint, "partial_aggregation", spread and not later)
     # min_by / max_by in the vectorised runtime (an earlier version's checkpoint holds them in
     # the general runtime's state, and keeps it).
     layout = {"keyed": keyed, "by_aggregates": kept_layout(checkpoint, "vectorised_min_max_by", True)}
     stateful = prepare_stateful(first, "streaming", buckets, bucket_ids, spread=spread, partial=partial)
-    if upstream is None:
+    if not later:
         check_restart(checkpoint, query_text, stateful, plan_of)
     else:
         check_chain_restart(checkpoint, query_text)
@@ -169,32 +170,33 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     control = spark.readStream.schema("__bucket INT, __control STRING").json(str(control_dir))
     output, schema, clock = _window_operator(runner, stateful, query_text, control, **layout)
     control_buckets = tuple(stateful.bucket_ids or range(stateful.bucket_count))
-    inner = None
-    if upstream is not None:
+    inners: list[Stage] = []
+    stage_plan = first
+    for number, later_plan in enumerate(later, start=2):
         if clock != "none":
             raise SqlwinUnsupportedError(
-                "A stream of two chained windowed aggregations follows event time only", first.windows[0].position,
-                "event-time windows and EMIT without intervals in the inner query", query=query_text)
-        # Rows of the sources that did not convert are the first stage's rejected rows.
-        output = with_malformed(output, malformed, stateful, schema)
-        malformed = {}
-        inner = Stage(stateful, stateful.carried_schema(schema))
+                "A stream of chained windowed aggregations follows event time only", stage_plan.windows[0].position,
+                "event-time windows and EMIT without intervals in every stage", query=query_text)
+        if number == 2:  # rows of the sources that did not convert are the first stage's rejected rows
+            output = with_malformed(output, malformed, stateful, schema)
+            malformed = {}
+        inners.append(Stage(stateful, stateful.carried_schema(schema)))
         view = f"{STAGE_VIEW}{uuid.uuid4().hex[:12]}"
         output.createOrReplaceTempView(f"{view}_records")
         typed = f"({stateful.typed_emissions_sql(f'{view}_records', carry=True)})"
         runner.sql(stateful.result_sql(typed, carry=True), query_text).drop("__batch", "__seq") \
             .createOrReplaceTempView(view)
-        outer = plan_of(outer_query(plan, view, {}))
-        stateful = prepare_stateful(outer, "streaming", buckets, bucket_ids, carry=True, spread=spread)
+        stage_plan = plan_of(outer_query(later_plan, view, {}))
+        stateful = prepare_stateful(stage_plan, "streaming", buckets, bucket_ids, carry=True, spread=spread)
         output, schema, clock = _window_operator(runner, stateful, query_text, control, **layout)
         control_buckets = tuple(sorted(set(control_buckets) | set(stateful.bucket_ids or range(stateful.bucket_count))))
-        if clock != "none":
-            raise SqlwinUnsupportedError(
-                "A stream of two chained windowed aggregations follows event time only", outer.windows[0].position,
-                "event-time windows and EMIT without intervals in the outer query", query=query_text)
+    if later and clock != "none":
+        raise SqlwinUnsupportedError(
+            "A stream of chained windowed aggregations follows event time only", stage_plan.windows[0].position,
+            "event-time windows and EMIT without intervals in every stage", query=query_text)
     output = with_malformed(output, malformed, stateful, schema)
     handle = StreamingWindowQuery(None, sink, late_sink, checkpoint, buckets, stateful, clock,
-                                  control_buckets=control_buckets, read_twice=read_twice, inner=inner, run_id=run_id)
+                                  control_buckets=control_buckets, read_twice=read_twice, inners=tuple(inners), run_id=run_id)
     handle.around = around
     handle.bucket_stats = load_progress(checkpoint)
     writer = output.writeStream.foreachBatch(sink_writer(stateful, handle)) \
@@ -292,10 +294,14 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
                             f"{plan.around.outer_sql('<stage>')}",
                             [*stage.strategies, describe_around(plan.around, "streaming")])
     if plan.propagation is not None:
-        inner = explain_stream(runner, runner.planner(plan.propagation.inner_sql), buckets)
-        return LoweredQuery(f"{inner.sql}\n  -- stage 2, over stage 1's results: {plan.sql}",
-                            [f"stage 1: {s}" for s in inner.strategies if not s.startswith("sink:")]
-                            + [_second_stage(plan)])
+        inner_plan = runner.planner(plan.propagation.inner_sql)
+        inner = explain_stream(runner, inner_plan, buckets)
+        number = chain_stages(plan, runner.planner)
+        earlier = [s for s in inner.strategies if not s.startswith("sink:")]
+        if inner_plan.propagation is None:
+            earlier = [f"stage 1: {s}" for s in earlier]
+        return LoweredQuery(f"{inner.sql}\n  -- stage {number}, over stage {number - 1}'s results: {plan.sql}",
+                            earlier + [_later_stage(plan, number)])
     probe = prepare_stateful(plan, "streaming", 1)
     probe_schema = runner.sql(probe.input_sql(arrival=False), plan.sql).schema
     check_input_types(probe, probe_schema)
@@ -351,14 +357,17 @@ def _one_bucket_reason(stateful: StatefulQuery) -> str:
     return ""
 
 
-def _second_stage(plan: "QueryPlan") -> str:
-    inherit = ("its watermark follows stage 1's firings (watermark_strategy 'upstream')"
+def _later_stage(plan: "QueryPlan", number: int) -> str:
+    """Stage `number` (2 or more) of a chain: its window function over the stage before's results."""
+    before = number - 1
+    inherit = (f"its watermark follows stage {before}'s firings (watermark_strategy 'upstream')"
                if plan.propagation.inherit else "its own watermark over window_time")
-    return (f"stage 2: {plan.propagation.outer.function} over stage 1's results (window propagation), a second "
-            "transformWithStateInPandas in the same stream, its rows spread over the buckets by its own GROUP BY "
-            f"keys where it has some, every bucket told the batch extremes of stage 1's results; {inherit}; its "
-            "results go to the sink, and stage 1's late, rejected and progress records pass through it unchanged "
-            "(to the late sink, stage 1)")
+    earlier = "stage 1's" if number == 2 else f"stages 1-{before}'s"
+    return (f"stage {number}: {plan.propagation.outer.function} over stage {before}'s results (window propagation), "
+            "another transformWithStateInPandas in the same stream, its rows spread over the buckets by its own "
+            f"GROUP BY keys where it has some, every bucket told the batch extremes of stage {before}'s results; "
+            f"{inherit}; its results go to the sink, and {earlier} late, rejected and progress records pass "
+            f"through it unchanged (to the late sink, with their stage)")
 
 
 def _tick_ms(config: OperatorConfig) -> int:
