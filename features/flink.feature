@@ -315,8 +315,8 @@ Feature: Flink SQL's windowing examples (nightlies.apache.org/flink/flink-docs-s
 
   @flink-window-join
   Scenario Outline: Window join: a FULL JOIN of two tables per num and 5-minute window (<mode>)
-    # window-join.md, "FULL JOIN". Flink reads each side through `(SELECT * FROM TABLE(TUMBLE(...))) L`;
-    # sqlwin joins the window functions themselves (the same windows, the same rows).
+    # window-join.md, "FULL JOIN", written as Flink writes it: each side read through
+    # `(SELECT * FROM TABLE(TUMBLE(...))) L` (a SELECT * alone is the window function itself).
     Given the stream "LeftTable", arriving in this order:
       | row_time            | num | id | arrival | batch |
       | 2020-04-15 12:02:00 | 1   | L1 | 1       | 1     |
@@ -332,12 +332,16 @@ Feature: Flink SQL's windowing examples (nightlies.apache.org/flink/flink-docs-s
       SELECT L.num AS L_Num, L.id AS L_Id, R.num AS R_Num, R.id AS R_Id,
              COALESCE(L.window_start, R.window_start) AS window_start,
              COALESCE(L.window_end, R.window_end) AS window_end
-      FROM TUMBLE(TABLE LeftTable WATERMARK row_time DELAY OF INTERVAL 1 SECOND
-                    WITH (arrival_order = arrival, arrival_batch = batch),
-                  DESCRIPTOR(row_time), INTERVAL '5' MINUTES) L
-      FULL JOIN TUMBLE(TABLE RightTable WATERMARK row_time DELAY OF INTERVAL 1 SECOND
-                         WITH (arrival_order = arrival, arrival_batch = batch),
-                       DESCRIPTOR(row_time), INTERVAL '5' MINUTES) R
+      FROM (
+          SELECT * FROM TABLE(TUMBLE(TABLE LeftTable WATERMARK row_time DELAY OF INTERVAL 1 SECOND
+                                       WITH (arrival_order = arrival, arrival_batch = batch),
+                                     DESCRIPTOR(row_time), INTERVAL '5' MINUTES))
+      ) L
+      FULL JOIN (
+          SELECT * FROM TABLE(TUMBLE(TABLE RightTable WATERMARK row_time DELAY OF INTERVAL 1 SECOND
+                                       WITH (arrival_order = arrival, arrival_batch = batch),
+                                     DESCRIPTOR(row_time), INTERVAL '5' MINUTES))
+      ) R
       ON L.num = R.num AND L.window_start = R.window_start AND L.window_end = R.window_end
       """
     Then the result is:

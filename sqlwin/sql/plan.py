@@ -139,6 +139,7 @@ def mentions_sqlwin(sql: str) -> bool:
 
 
 def _build(sql: str, ast: exp.Expr, schema_of: SchemaLookup, time_zone: str = "UTC") -> QueryPlan:
+    _unwrap_join_sides(ast)
     windows = [_guarded(window_relation, node, sql, node, schema_of, time_zone) for node in ast.find_all(WindowTVF)]
     plan = _guarded(_finish, ast, sql, sql, ast, windows)
     if plan.around is not None:  # the stage's own plan, as if it were the whole statement
@@ -152,6 +153,34 @@ def _build(sql: str, ast: exp.Expr, schema_of: SchemaLookup, time_zone: str = "U
             # as one windowed aggregation (replay, stream).
             plan.around = None
     return plan
+
+
+def _unwrap_join_sides(ast: exp.Expr) -> None:
+    """Flink writes a window join's sides as `(SELECT * FROM TABLE(TUMBLE(...))) L`: a SELECT * with
+    nothing else is the window function itself, so each such side of a join becomes `TUMBLE(...) L`
+    (the windowed join sqlwin recognises), where two or more sides of one join are window functions."""
+    def bare(side: exp.Expr | None) -> WindowTVF | None:
+        if isinstance(side, WindowTVF):
+            return side
+        body = side.this if isinstance(side, exp.Subquery) else None
+        if not isinstance(body, exp.Select) or len(body.expressions) != 1 or not isinstance(body.expressions[0], exp.Star):
+            return None
+        if any(v for k, v in body.args.items() if k not in ("expressions", "from_")):
+            return None
+        inner = (body.args.get("from_") or exp.From()).this
+        return inner if isinstance(inner, WindowTVF) and inner.args.get("alias") is None else None
+
+    for select in list(ast.find_all(exp.Select)):
+        joins = select.args.get("joins") or []
+        sides = [select.args.get("from_").this if select.args.get("from_") else None, *(j.this for j in joins)]
+        functions = [bare(side) for side in sides]
+        if not joins or sum(f is not None for f in functions) < 2:
+            continue
+        for side, function in zip(sides, functions):
+            if function is not None and function is not side:
+                alias = side.args.get("alias")
+                side.replace(function)
+                function.set("alias", alias)
 
 
 def _guarded(build: t.Callable[..., t.Any], node: exp.Expr, sql: str, *args: t.Any) -> t.Any:
