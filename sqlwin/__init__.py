@@ -19,8 +19,11 @@ from sqlwin.version import __version__
 
 # The API, the parser and Spark load on first use (PEP 562): a Spark Python worker that imports
 # sqlwin's runtime and worker code never loads sqlglot or the API.
+# `%load_ext sqlwin` in IPython / Jupyter calls load_ipython_extension: the `%%sqlwin` magic
+# (sqlwin/jupyter.py), loaded only then.
 _LAZY = {"Explanation": "sqlwin.api", "Sqlwin": "sqlwin.api", "attach": "sqlwin.api",
-         "build_plan": "sqlwin.sql.plan", "register": "sqlwin.spark.functions", "session": "sqlwin.session"}
+         "build_plan": "sqlwin.sql.plan", "register": "sqlwin.spark.functions", "session": "sqlwin.session",
+         "load_ipython_extension": "sqlwin.jupyter"}
 
 
 def __getattr__(name: str):
@@ -32,13 +35,6 @@ def __getattr__(name: str):
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
-
-
-def load_ipython_extension(ipython) -> None:
-    """`%load_ext sqlwin` in IPython / Jupyter: the `%%sqlwin` magic (sqlwin/jupyter.py, loaded only here)."""
-    from sqlwin.jupyter import load_ipython_extension as load
-
-    load(ipython)
 
 
 __all__ = [

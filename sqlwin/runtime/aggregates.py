@@ -289,16 +289,15 @@ AGGREGATES: dict[str, type[Aggregate]] = {
 ALIASES = {"mean": "avg", "collect": "collect_list", "first_value": "first", "last_value": "last"}
 
 
-def make_aggregates(specs: t.Sequence[AggregateSpec]) -> list[Aggregate]:
-    """Check every spec and build its implementation; errors name the aggregate."""
+def make_aggregates(specs: t.Sequence[AggregateSpec], more: t.Mapping[str, type] | None = None) -> list[Aggregate]:
+    """Check every spec and build its implementation; errors name the aggregate. `more`: aggregates
+    built on this module elsewhere, by name (a windowed join's rows, runtime/join.py)."""
     built = []
     for i, spec in enumerate(specs):
         if not isinstance(spec, AggregateSpec):
             raise RuntimeConfigError(f"Aggregate #{i + 1} must be an AggregateSpec, got {spec!r}")
         name = ALIASES.get(spec.func.lower(), spec.func.lower())
-        cls = AGGREGATES.get(name)
-        if name == "window_join":  # a windowed join's rows (join.py, which builds on this module)
-            from sqlwin.runtime.join import WindowJoin as cls
+        cls = AGGREGATES.get(name) or (more or {}).get(name)
         if cls is None:
             raise RuntimeConfigError(
                 f"Aggregate {spec.func} is not supported by the streaming window runtime",

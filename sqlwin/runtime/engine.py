@@ -17,6 +17,7 @@ from sqlwin.ir import EmitSpec, WatermarkSpec
 from sqlwin.runtime import snapshots, windows
 from sqlwin.runtime.accumulation import Accumulation
 from sqlwin.runtime.aggregates import make_aggregates
+from sqlwin.runtime.join import WindowJoin
 from sqlwin.runtime.clock import Clocks, check_watermark
 from sqlwin.runtime.model import (FINAL, ON_TIME, AggregateSpec, BatchResult, Emission, RejectedRow, Row,
                                   RuntimeConfigError)
@@ -42,7 +43,7 @@ class WindowRuntime:
         self.aggregate_specs = tuple(aggregates)
         self.processing_time = bool(processing_time)
         logic_class = windows.logic_class(windower)
-        aggregates = make_aggregates(self.aggregate_specs)
+        aggregates = make_aggregates(self.aggregate_specs, {WindowJoin.name: WindowJoin})
         check_watermark(watermark, self.processing_time)
         check_emit(emit)
         self._panes = Accumulation(aggregates, emit, self._emit)

@@ -37,7 +37,7 @@ from sqlwin.timeline.model import Firing, Point, Timeline, Window
 if t.TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from sqlwin.api import Sqlwin
+Sqlwin = t.Any  # sqlwin.api.Sqlwin, as the annotations name it: the API imports this package (sw.timeline)
 
 __all__ = ["INSTALL_HINT", "MAX_ROWS", "Firing", "Point", "Timeline", "Window", "build_timeline", "draw_timeline",
            "require_matplotlib", "timeline_figure", "write_timeline"]

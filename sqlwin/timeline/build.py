@@ -36,8 +36,7 @@ from sqlwin.timeline.model import Firing, Point, Timeline, Window
 from sqlwin.timeline.text import duration_text, emit_text, short, values_text, windower_text
 from sqlwin.timeline.watermark import check_watermarks, effective_watermarks
 
-if t.TYPE_CHECKING:
-    from sqlwin.api import Sqlwin
+Sqlwin = t.Any  # sqlwin.api.Sqlwin, as the annotations name it: the API imports this package (sw.timeline)
 
 MAX_ROWS = 20_000  # rows (and results) a picture collects to the driver
 
