@@ -1,6 +1,6 @@
 """Spark Connect (issue 11, part 4): sqlwin on a `SparkSession.builder.remote(...)` session.
 
-A module fixture starts a local Connect server from the pyspark installation
+A module fixture (tests/support/deploy.py) starts a local Connect server from the pyspark installation
 (scripts/connect_server.py: pyspark's sbin/start-connect-server.sh, SPARK_HOME the pyspark
 directory, logs and pids in a temp dir, a free port, set up as sqlwin.session() sets up a local
 session) and stops it by its process group id at the end, whatever happened. The client is a
@@ -24,6 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+from tests.support.deploy import local_checks
 
 import sqlwin
 from sqlwin.errors import SqlwinUsageError
@@ -92,15 +94,9 @@ print(json.dumps(out))
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """A Connect server for this module, stopped by process group id whatever the tests did."""
-    root = tmp_path_factory.mktemp("connect")
-    hidden = root / "client-only" if connect_server.can_hide() else None
-    state = connect_server.start(root / "server", hide=hidden, wait=False)
-    try:
-        yield state, hidden
-    finally:
-        assert connect_server.stop(root / "server"), f"the Connect server {state['server']} did not stop"
+def server(spark_connect_server):
+    """The module's Connect server (tests/support/deploy.py)."""
+    return spark_connect_server
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +108,7 @@ def remote(server, spark, tmp_path_factory):
     env = {**os.environ, "SQLWIN_REMOTE": state["url"], "SQLWIN_TEST_EXAMPLES": json.dumps(EXAMPLES)}
     env.pop("SQLWIN_MASTER", None)
     with ThreadPoolExecutor(1) as pool:  # the local reference, while the server starts and the client runs
-        reference = pool.submit(remote_check.local_reference, spark, tmp_path_factory.mktemp("local"), EXAMPLES)
+        reference = pool.submit(local_checks, spark, tmp_path_factory.mktemp("local"), EXAMPLES)
         connect_server.wait_ready(state)
         process = remote_check.spawn_client(CLIENT, [str(client_dir / "work"), str(hidden or "")], env, client_dir)
         try:
@@ -127,7 +123,7 @@ def remote(server, spark, tmp_path_factory):
 @pytest.fixture(scope="module")
 def local(remote, spark, tmp_path_factory):
     """The same checks on the suite's local session (computed while the client ran)."""
-    return remote_check.local_reference(spark, tmp_path_factory.mktemp("local"), EXAMPLES)
+    return local_checks(spark, tmp_path_factory.mktemp("local"), EXAMPLES)  # the run's, computed once
 
 
 def test_the_client_is_a_connect_session_set_up_as_sqlwin_sets_up_a_local_one(remote):
