@@ -15,6 +15,7 @@ Each check names its offenders: file and line, or the modules of the circle.
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,21 +52,18 @@ def resolve(module: str, path: Path, node: ast.ImportFrom) -> str:
 def imports(tree: ast.Module, module: str, path: Path, known: set[str]):
     """(line, imported sqlwin module, at module level?) for every import of a sqlwin module.
     `from sqlwin.x import y` counts as an import of sqlwin.x.y when that is a module, else of sqlwin.x."""
-    top = set()
+    top = set()  # the imports run when the module is imported: outside every function body
 
-    def visit(body, level_top):
+    def visit(body):
         for node in body:
             if isinstance(node, (ast.Import, ast.ImportFrom)):
-                top.add(id(node)) if level_top else None
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                top.add(id(node))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            if isinstance(node, ast.ClassDef):
-                visit(node.body, level_top)
-                continue
-            for field in ("body", "orelse", "finalbody", "handlers"):
-                visit(getattr(node, field, []) or [], level_top)
+            for field in ("body", "orelse", "finalbody", "handlers"):  # if / try / with / class bodies
+                visit(getattr(node, field, []) or [])
 
-    visit(tree.body, True)
+    visit(tree.body)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -130,8 +128,8 @@ def graph(files: dict[str, Path], module_level_only: bool) -> dict[str, dict[str
                 continue
             while target not in known and "." in target:
                 target = target.rsplit(".", 1)[0]
-            # A package's __init__ runs when any of its modules is imported, but a module importing
-            # its own package's names is not an edge back from that package's submodules.
+            # Only the module named: importing sqlwin.a.b also runs sqlwin/__init__.py and sqlwin/a/__init__.py,
+            # but counting that would put every package in a circle with its own modules.
             if target != module and target in known:
                 edges[module].setdefault(target, line)
     return edges
@@ -168,7 +166,6 @@ def cycles(edges: dict[str, dict[str, int]]) -> list[list[str]]:
             if len(component) > 1:
                 found.append(sorted(component))
 
-    import sys
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 10_000))
     try:
