@@ -64,38 +64,36 @@ def imports(tree: ast.Module, module: str, path: Path, known: set[str]):
                 visit(getattr(node, field, []) or [])
 
     visit(tree.body)
+    for node, source, alias in sqlwin_names(tree, module, path):
+        target = f"{source}.{alias.name}" if isinstance(node, ast.ImportFrom) else source
+        yield node.lineno, target if target in known else source, id(node) in top
+
+
+def sqlwin_names(tree: ast.Module, module: str, path: Path):
+    """(import node, the sqlwin module it reads from, alias) for every name imported from sqlwin:
+    `import sqlwin.x as y` -> (node, "sqlwin.x", alias x as y), `from .x import y` -> (node, "sqlwin...x", y)."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.split(".")[0] == "sqlwin":
-                    yield node.lineno, alias.name, id(node) in top
+            yield from ((node, alias.name, alias) for alias in node.names if alias.name.split(".")[0] == "sqlwin")
         elif isinstance(node, ast.ImportFrom):
             source = resolve(module, path, node)
-            if source.split(".")[0] != "sqlwin":
-                continue
-            for alias in node.names:
-                target = f"{source}.{alias.name}"
-                yield node.lineno, target if target in known else source, id(node) in top
+            if source.split(".")[0] == "sqlwin":
+                yield from ((node, source, alias) for alias in node.names)
 
 
 def private_uses(tree: ast.Module, module: str, path: Path, known: set[str]) -> list[str]:
     found = []
     bound: dict[str, str] = {}  # local name -> the sqlwin module it stands for
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            source = resolve(module, path, node)
-            if source.split(".")[0] != "sqlwin":
-                continue
-            for alias in node.names:
-                target = f"{source}.{alias.name}"
-                if target in known:
-                    bound[alias.asname or alias.name] = target
-                elif is_private(alias.name) and source != module:
-                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: from {source} import {alias.name}")
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.split(".")[0] == "sqlwin" and alias.asname:
-                    bound[alias.asname] = alias.name
+    for node, source, alias in sqlwin_names(tree, module, path):
+        if isinstance(node, ast.Import):
+            if alias.asname:
+                bound[alias.asname] = source
+            continue
+        target = f"{source}.{alias.name}"
+        if target in known:
+            bound[alias.asname or alias.name] = target
+        elif is_private(alias.name) and source != module:
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: from {source} import {alias.name}")
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and is_private(node.attr) and not is_dunder_chain(node):
             target = dotted(node.value, bound)

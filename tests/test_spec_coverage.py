@@ -16,17 +16,10 @@ def listed() -> dict[str, tuple[str, str]]:
 def tagged() -> dict[str, dict[str, list[str]]]:
     """ID -> feature file -> scenario names carrying its tag."""
     found: dict[str, dict[str, list[str]]] = {}
-    for feature in FEATURES.glob("*.feature"):
-        tags: list[str] = []
-        for line in feature.read_text().splitlines():
-            stripped = line.strip()
-            if stripped.startswith("@"):
-                tags += re.findall(r"@([A-Z]{2}-\d{2})", stripped)
-            elif stripped.startswith(("Scenario:", "Scenario Outline:")):
-                name = stripped.split(":", 1)[1].strip()
-                for tag in tags:
-                    found.setdefault(tag, {}).setdefault(feature.name, []).append(name)
-                tags = []
+    for file, name, tags in scenario_tags():
+        for tag in tags:
+            if re.fullmatch(r"[A-Z]{2}-\d{2}", tag):
+                found.setdefault(tag, {}).setdefault(file, []).append(name)
     return found
 
 
