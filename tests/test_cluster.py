@@ -18,8 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.deploy import local_checks
-
 REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "scripts"
 sys.path.insert(0, str(SCRIPTS))
@@ -67,7 +65,7 @@ def remote(cluster, spark, tmp_path_factory):
     meanwhile (and while the cluster starts)."""
     client_dir = tmp_path_factory.mktemp("driver")
     with ThreadPoolExecutor(1) as pool:
-        reference = pool.submit(local_checks, spark, tmp_path_factory.mktemp("local"), EXAMPLES)
+        reference = pool.submit(remote_check.local_reference, spark, tmp_path_factory.mktemp("local"), EXAMPLES)
         info = cluster()
         env = {**os.environ, "SQLWIN_MASTER": info["url"], "SQLWIN_TEST_EXAMPLES": json.dumps(EXAMPLES)}
         env.pop("SQLWIN_REMOTE", None)
@@ -84,7 +82,7 @@ def remote(cluster, spark, tmp_path_factory):
 @pytest.fixture(scope="module")
 def local(remote, spark, tmp_path_factory):
     """The same checks on the suite's local session (computed while the driver ran)."""
-    return local_checks(spark, tmp_path_factory.mktemp("local"), EXAMPLES)  # the run's, computed once
+    return remote_check.local_reference(spark, tmp_path_factory.mktemp("local"), EXAMPLES)
 
 
 def test_the_driver_runs_on_the_cluster_with_python_work_on_both_executors(cluster, remote):

@@ -25,8 +25,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.deploy import local_checks
-
 import sqlwin
 from sqlwin.errors import SqlwinUsageError
 
@@ -108,7 +106,7 @@ def remote(server, spark, tmp_path_factory):
     env = {**os.environ, "SQLWIN_REMOTE": state["url"], "SQLWIN_TEST_EXAMPLES": json.dumps(EXAMPLES)}
     env.pop("SQLWIN_MASTER", None)
     with ThreadPoolExecutor(1) as pool:  # the local reference, while the server starts and the client runs
-        reference = pool.submit(local_checks, spark, tmp_path_factory.mktemp("local"), EXAMPLES)
+        reference = pool.submit(remote_check.local_reference, spark, tmp_path_factory.mktemp("local"), EXAMPLES)
         connect_server.wait_ready(state)
         process = remote_check.spawn_client(CLIENT, [str(client_dir / "work"), str(hidden or "")], env, client_dir)
         try:
@@ -123,7 +121,7 @@ def remote(server, spark, tmp_path_factory):
 @pytest.fixture(scope="module")
 def local(remote, spark, tmp_path_factory):
     """The same checks on the suite's local session (computed while the client ran)."""
-    return local_checks(spark, tmp_path_factory.mktemp("local"), EXAMPLES)  # the run's, computed once
+    return remote_check.local_reference(spark, tmp_path_factory.mktemp("local"), EXAMPLES)
 
 
 def test_the_client_is_a_connect_session_set_up_as_sqlwin_sets_up_a_local_one(remote):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -75,19 +74,3 @@ def spark_connect_server(tmp_path_factory):
     finally:
         assert script.stop(root / "server"), f"the Connect server {state['server']} did not stop"
 
-
-_LOCAL_CHECKS: dict[tuple[str, ...], dict] = {}
-_LOCAL_CHECKS_LOCK = threading.Lock()
-
-
-def local_checks(spark, workdir: Path, examples: list[str]) -> dict:
-    """scripts/remote_check.py's checks on the suite's local session: what the cluster's driver and the
-    Connect client must equal. Computed once per run (test_cluster.py and test_connect.py run the
-    same checks; before, each module ran them twice)."""
-    import remote_check
-
-    with _LOCAL_CHECKS_LOCK:
-        key = tuple(examples)
-        if key not in _LOCAL_CHECKS:
-            _LOCAL_CHECKS[key] = remote_check.local_reference(spark, workdir, list(examples))
-        return _LOCAL_CHECKS[key]
