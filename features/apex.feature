@@ -11,7 +11,7 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
   fixed watermark is 10 s behind ingestion time (AP-06); here it is 10 s behind the newest event
   time (DELAY OF INTERVAL 10 SECONDS), which the recorded streams make deterministic.
 
-  @AP-02
+  @AP-02 @global
   Scenario: The global window holds every row and fires at end of input
     # Apex fires the global window only by triggers. Over a finished table sqlwin fires it
     # once at end of input — its own choice, so a batch query has an answer. The global
@@ -31,7 +31,7 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
       | orders | total | window_start:timestamp | window_end:timestamp |
       | 3      | 22    | NULL                   | NULL                 |
 
-  @AP-02
+  @AP-02 @global
   Scenario: A keyed global window: one window per key
     Given the table "orders":
       | customer | amount | ts                  |
@@ -49,7 +49,7 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
       | c1       | 2      | 17    |
       | c2       | 1      | 5     |
 
-  @AP-03
+  @AP-03 @tumble
   Scenario: Time windows of 10 minutes: each row in exactly one window
     Given the table "events":
       | key | value | ts                  |
@@ -69,7 +69,7 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
       | a   | 2024-01-01 10:10:00 | 2024-01-01 10:20:00 | 3     |
       | b   | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 4     |
 
-  @AP-04
+  @AP-04 @hop
   Scenario: Sliding time windows of 10 minutes sliding by 2 minutes: every row in exactly 5 windows
     # Apex requires the slide to be smaller than the size and to divide it ("exactly the
     # window duration divided by the slideBy duration" windows). sqlwin's HOP accepts any
@@ -91,7 +91,7 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
       | b  | 5       | 2024-01-01 09:54:00 | 2024-01-01 10:02:00 |
       | c  | 5       | 2024-01-01 10:00:00 | 2024-01-01 10:08:00 |
 
-  @AP-01
+  @AP-01 @tumble
   Scenario: A non-keyed windowed aggregation: one state per window, whatever the key
     # "State storage, accumulation and triggers behave differently based on whether or not the
     # operator is keyed ... For non-keyed WindowedOperator, the state is per window." Without a
@@ -112,7 +112,7 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
       | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 3     |
       | 2024-01-01 10:10:00 | 2024-01-01 10:20:00 | 4     |
 
-  @AP-01
+  @AP-01 @tumble
   Scenario: A keyed windowed aggregation: one state per key and window
     # "For keyed WindowedOperator, the state is per key per window." The same rows, keyed by
     # sensor: a and b each have their own [10:00, 10:10).
@@ -133,7 +133,7 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
       | b      | 2024-01-01 10:00:00 | 2024-01-01 10:10:00 | 2     |
       | a      | 2024-01-01 10:10:00 | 2024-01-01 10:20:00 | 4     |
 
-  @AP-01 @AP-08
+  @AP-01 @AP-08 @tumble @emit_early
   Scenario Outline: A keyed operator fires per key and window: early every 2 rows counts a key's rows (<mode>)
     # "For the non-keyed WindowedOperator, triggers are fired on a per-window basis. For the keyed
     # WindowedOperator, triggers are fired on a per-key-per-window basis." A count-based early
@@ -171,7 +171,7 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
       | replay    |
       | streaming |
 
-  @AP-05
+  @AP-05 @session @emit_changes @retracting
   Scenario Outline: Session windows with a 1 h minimum gap: the four cases, with retractions (<mode>)
     # Upon arrival of a row, its proto-session [t, t + 1 h) is checked against the key's sessions
     # (a session is [first row, last row + gap)):
@@ -218,7 +218,7 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
       | replay    |
       | streaming |
 
-  @AP-08 @AP-10
+  @AP-08 @AP-10 @tumble @late @emit_early
   Scenario Outline: The document's triggers: early every 10 s, on time at the watermark, late every row; accumulating (<mode>)
     # TriggerOption.AtWatermark().withEarlyFiringsAtEvery(Duration.standardSeconds(10))
     #   .withLateFiringsAtEvery(1), with 10-minute time windows and "allowed lateness to be one hour".
@@ -266,7 +266,7 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
       | replay    |
       | streaming |
 
-  @AP-10
+  @AP-10 @tumble @late @emit_early
   Scenario Outline: The same triggers discarding: each firing holds only the rows since the last (<mode>)
     # "DISCARDING: The state of the window is discarded after firing of a trigger": the early
     # firing holds 1, the on-time firing only the row that came after it (2), each late firing its
@@ -301,7 +301,7 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
       | replay    |
       | streaming |
 
-  @AP-10
+  @AP-10 @tumble @late @emit_early @retracting
   Scenario Outline: ⚠ The same triggers retracting: a changed firing is preceded by the retraction of the previous one (<mode>)
     # ⚠ The document's list names "ACCUMULATING_AND_DISCARDING", its definitions and code
     # ACCUMULATING_AND_RETRACTING: encoded RETRACTING. "The state of the window is preserved until
@@ -346,7 +346,7 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
       | replay    |
       | streaming |
 
-  @AP-09
+  @AP-09 @tumble @late @emit_early
   Scenario Outline: Firing only updated panes: a firing whose value has not changed is not emitted (<mode>)
     # fireOnlyUpdatedPanes: "not fire a trigger if the trigger value is the same as the value of
     # the previous trigger" (ONLY UPDATED). The accumulating scenario's input: the second late
@@ -381,7 +381,7 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
       | replay    |
       | streaming |
 
-  @AP-07 @AP-13
+  @AP-07 @AP-13 @tumble @late @restart
   Scenario Outline: An hour of allowed lateness: late rows update kept windows, then the windows are purged; a restart fires the same (<mode>)
     # AP-07: "If a tuple has a timestamp that lies beyond the lateness horizon, it is dropped ...
     # if a window completely lies beyond the lateness horizon as a result of the arrival of a new
@@ -427,7 +427,7 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
       | streaming                         |
       | streaming restarted after batch 2 |
 
-  @AP-06
+  @AP-06 @tumble @late
   Scenario Outline: A watermark a fixed 10 s behind ingestion time: windows before it close, rows for them are late (<mode>)
     # "A watermark is a control tuple that contains a timestamp ... all the windows that lie
     # completely before the watermark timestamp are considered late" -- the document's figure is
@@ -464,7 +464,7 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
       | replay    |
       | streaming |
 
-  @AP-12
+  @AP-12 @tumble @join
   Scenario Outline: Merging two streams: a windowed inner join per key, under the earlier of the two watermarks (<mode>)
     # "The WindowedMergeOperator ... takes two incoming data streams ... Examples of this type of
     # accumulation are InnerJoin and Cogroup ... Its watermark timestamp is the earlier watermark
@@ -516,7 +516,7 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
       | replay    |
       | streaming |
 
-  @AP-12
+  @AP-12 @tumble @join
   Scenario: Merging two finished tables: the same inner join over complete input is Spark's own join
     # Every row is on time over a finished table, and the join is the same.
     Given the table "names":
@@ -549,7 +549,7 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
       | 2   | 2024-01-01 00:00:00 | Bob  | b@x   |
       | 2   | 2024-01-01 00:01:00 | Bo   | bo@x  |
 
-  @AP-12
+  @AP-12 @tumble @join
   Scenario Outline: Merging two streams: a cogroup gathers every value of each input per key and window (<mode>)
     # Apex's Cogroup accumulation: per key and window, all values of each input. In SQL a FULL
     # JOIN with join_insert = 'collect': one row per key and window, each side's columns as arrays
@@ -593,7 +593,7 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
       | mode      |
       | replay    |
 
-  @AP-11
+  @AP-11 @tumble @chain
   Scenario Outline: Window propagation: per-user counts feed a total over the same windows, fired as the upstream windows close (<mode>)
     # "It is possible to chain multiple instances of WindowedOperator and have only the most
     # upstream instance assign the windows and have all downstream instances inherit the same
@@ -636,7 +636,7 @@ Feature: Apache Apex Malhar WindowedOperator window options (seeds/004_fe0ac8e13
       | replay    |
       | streaming |
 
-  @AP-11
+  @AP-11 @tumble @chain
   Scenario: Window propagation over a finished table: a coarser downstream window gathers whole upstream windows
     # Over complete input the same chain is Spark SQL over Spark SQL. A 20-minute window over the
     # 10-minute results' window_time holds two whole upstream windows each.

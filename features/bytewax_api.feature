@@ -1,7 +1,7 @@
 @bytewax
 Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
 
-  @BX-09
+  @BX-09 @tumble @hop @join
   Scenario: A sliding windower whose offset equals its length is the tumbling windower
     Given the table "events":
       | id | ts                  |
@@ -21,7 +21,7 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
       | b  | 2023-12-14 01:00:00 | 2023-12-14 02:00:00 | 2023-12-14 01:00:00 |
       | c  | 2023-12-14 01:00:00 | 2023-12-14 02:00:00 | 2023-12-14 01:00:00 |
 
-  @BX-09
+  @BX-09 @hop
   Scenario: A sliding windower with offset shorter than length overlaps; align_to fixes the origin
     Given the table "events":
       | id | ts                  |
@@ -37,7 +37,7 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
       | a  | 2023-12-13 23:50:00 | 2023-12-14 00:50:00 |
       | a  | 2023-12-14 00:10:00 | 2023-12-14 01:10:00 |
 
-  @BX-09
+  @BX-09 @hop
   Scenario: ⚠ An offset longer than the length is allowed (the API forbids it, the concepts page draws it)
     # sqlwin follows the concepts page (BW-05): windows with gaps, rows in the gaps join no window.
     Given the table "events":
@@ -53,7 +53,7 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
       | id | window_start        | window_end          |
       | a  | 2023-12-14 00:00:00 | 2023-12-14 01:00:00 |
 
-  @BX-10
+  @BX-10 @session @error
   Scenario: A negative session gap is a clear error with its position
     Given the table "events":
       | user | ts                  |
@@ -67,7 +67,7 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
     Then it fails with a validation error at line 2, column 69: "GAP must be positive"
     And the error says what is accepted: "a positive interval"
 
-  @BX-10
+  @BX-10 @session @error
   Scenario: A zero session gap is a clear error too
     Given the table "events":
       | user | ts                  |
@@ -78,7 +78,7 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
       """
     Then it fails with a validation error at line 1, column 71: "GAP must be positive"
 
-  @BX-01
+  @BX-01 @tumble
   Scenario: Collecting a window's rows: in timestamp order, or in arrival order
     # collect_window gathers a window's values into a list in timestamp order, or in upstream
     # (arrival) order with ordered=False. In SQL collect_list(v) (or array_agg(v)) lists a
@@ -107,7 +107,7 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
       | u1   | 2023-12-14 01:00:00 | 2023-12-14 02:00:00 | [kiwi]             | [kiwi]             |
       | u2   | 2023-12-14 00:00:00 | 2023-12-14 01:00:00 | [lime, plum]       | [plum, lime]       |
 
-  @BX-01
+  @BX-01 @tumble
   Scenario Outline: A stream collects each window in timestamp order and in arrival order (<mode>)
     # The same two lists from a stream: the rows of [00:00, 01:00) arrive out of order (within
     # Bytewax's 10-minute wait, so none is late); kiwi's 01:10 closes the window.
@@ -136,7 +136,7 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
       | replay    |
       | streaming |
 
-  @BX-02
+  @BX-02 @tumble
   Scenario: Counting occurrences per key per window
     # count_window counts a window's items by a key function (items to a string key) and emits
     # (key, count) per window. In SQL the key function is an expression to GROUP BY, here
@@ -162,7 +162,7 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
       | apple | 2023-12-14 01:00:00 | 2023-12-14 02:00:00 | 1     |
       | pear  | 2023-12-14 01:00:00 | 2023-12-14 02:00:00 | 2     |
 
-  @BX-05
+  @BX-05 @tumble
   Scenario: The row with the largest or smallest value of an expression: max_by and min_by
     # max_window / min_window emit the value whose `by` key is largest / smallest. In SQL that is
     # max_by(value, by) / min_by(value, by), where `by` is any expression: the reading closest
@@ -189,7 +189,7 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
       | s1     | 2023-12-14 01:00:00 | 2023-12-14 02:00:00 | r4      | r4      | r4            |
       | s2     | 2023-12-14 00:00:00 | 2023-12-14 01:00:00 | r5      | r5      | r5            |
 
-  @BX-06
+  @BX-06 @hop
   Scenario: Window metadata of sliding windows: open time inclusive, close time exclusive
     # WindowMetadata.open_time is window_start and close_time is window_end; for sliding and
     # tumbling windows the close time is exclusive: c at 01:00 is in [01:00, 02:00), not in
@@ -212,7 +212,7 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
       | 2023-12-14 00:30:00 | 2023-12-14 01:30:00 | [b, c] |
       | 2023-12-14 01:00:00 | 2023-12-14 02:00:00 | [c]    |
 
-  @BX-06
+  @BX-06 @session
   Scenario: Window metadata of sessions: the close time is inclusive, the last row's time
     # For SessionWindower close_time is inclusive: the session's last row. sqlwin's window_end is
     # last row + gap (BW-07, as Apex, Spark and Flink), so the inclusive close time is max(ts),
@@ -234,7 +234,7 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
       | u    | 2023-12-14 00:00:00 | 2023-12-14 00:10:00 | 2023-12-14 00:10:00 | 2023-12-14 00:40:00 |
       | u    | 2023-12-14 00:50:00 | 2023-12-14 00:50:00 | 2023-12-14 00:50:00 | 2023-12-14 01:20:00 |
 
-  @BX-06
+  @BX-06 @session @emit_changes @retracting
   Scenario Outline: Merged sessions: the changelog retracts the sessions merged into a new one (<mode>)
     # WindowMetadata.merged_ids lists the windows merged into a window before it closed. sqlwin's
     # windows have no ids: a window is its key, window_start and window_end. With EMIT CHANGES
@@ -271,7 +271,7 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
       | replay    |
       | streaming |
 
-  @BX-07
+  @BX-07 @hop @late
   Scenario Outline: ⚠ Late rows come out on their own, with each window they were late for (<mode>)
     # The API's `late` stream carries each late item with the id of the window it was late for;
     # the concepts page says Bytewax only logs and discards late values. sqlwin encodes the API:
@@ -311,7 +311,7 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
       | replay    |
       | streaming |
 
-  @BX-07
+  @BX-07 @session @late
   Scenario Outline: ⚠ A late session row has no window to name: NULL, Bytewax's LATE_SESSION_ID (<mode>)
     # Sessions are made by their rows, so a late row cannot name the session it missed: Bytewax
     # sends it with the sentinel LATE_SESSION_ID, sqlwin with NULL window_start / window_end.
@@ -347,7 +347,7 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
       | replay    |
       | streaming |
 
-  @BX-03
+  @BX-03 @session
   Scenario Outline: fold: an empty accumulator, a step per row in timestamp order, sessions merged (<mode>)
     # fold_window(builder, folder, merger): "Values will be passed in timestamp order"; the
     # merger "combines two states whenever two windows merge". In SQL, Spark's own higher-order
@@ -382,7 +382,7 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
       | replay    |
       | streaming |
 
-  @BX-04
+  @BX-04 @tumble
   Scenario: reduce: the first value is the accumulator, combined with each next value
     # reduce_window(reducer): "the first value is the initial accumulator". In SQL: the fold of
     # the rest of the window's values, starting from its first (timestamp order). Here the reducer
@@ -411,7 +411,7 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
       | s1     | 2023-12-14 00:00:00 | peak 9, rises 2  |
       | s2     | 2023-12-14 00:00:00 | peak 2, rises 0  |
 
-  @BX-08
+  @BX-08 @tumble @join
   Scenario Outline: join_window with its defaults: the last value of each stream per key and window, at the window's close (<mode>)
     # join_window(..., *sides, insert_mode='last', emit_mode='final'): "Gather together the value
     # for a key on multiple streams ... tuples with the value from each stream in the order of the
@@ -459,7 +459,7 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
       | replay    |
       | streaming |
 
-  @BX-08
+  @BX-08 @tumble @join
   Scenario: join_window insert mode 'first' over finished tables: the earliest value of each stream
     # JoinInsertMode 'first': a stream's first value stays. Over a finished table "first" is the
     # earliest by event time (a replay breaks ties by arrival). An inner join keeps the keys both
@@ -488,7 +488,7 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
       | 1   | 2024-01-01 00:00:00 | Ann  | a@x   |
       | 2   | 2024-01-01 00:01:00 | Bo   | bo@x  |
 
-  @BX-08
+  @BX-08 @tumble @join
   Scenario Outline: join_window emit mode 'complete': a tuple as soon as every stream has a value, then start again (<mode>)
     # JoinEmitMode 'complete': emit once every side has a value, then discard the state, so a
     # key's later values gather anew; nothing is left to emit when the window closes (an
@@ -531,7 +531,7 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
       | replay    |
       | streaming |
 
-  @BX-08
+  @BX-08 @tumble @emit_changes @join
   Scenario Outline: join_window emit mode 'running': the key's tuple after every value (<mode>)
     # JoinEmitMode 'running': emit after every value, with None for the streams without one yet
     # (a FULL JOIN, after every row: EMIT CHANGES). The window's first tuple is +I, later ones
@@ -581,7 +581,7 @@ Feature: Bytewax windowing API parameters (seeds/001_ea9afaaf845f71a0.txt)
       | mode      |
       | replay    |
 
-  @BX-08
+  @BX-08 @session @join @error
   Scenario Outline: Session windows cannot be joined: the sides' sessions would not line up (<mode>)
     # "Event-time session windows cannot be used with a windowed join" in Bytewax. A session
     # depends on its own side's rows, so the two sides' sessions differ; sqlwin refuses too (a replay

@@ -10,7 +10,7 @@ Feature: Bytewax clocks, watermarks and late data (seeds/000_b053eec30e33ac17.tx
   is 'max_event_time' with DELAY OF the wait: those scenarios say so, and stay deterministic
   when run as a live stream (a 'bytewax' clock without `sys` would age with the wall clock).
 
-  @BW-01
+  @BW-01 @tumble @late
   Scenario Outline: The event clock in real time: waiting advances the watermark (<mode>)
     # The document's table is lost; this one is rebuilt from its definition, wait = 5 minutes,
     # 10-minute tumbling windows (times are 2023-12-14; the watermark is the one a row meets):
@@ -52,7 +52,7 @@ Feature: Bytewax clocks, watermarks and late data (seeds/000_b053eec30e33ac17.tx
       | replay    |
       | streaming |
 
-  @BW-02
+  @BW-02 @tumble @late
   Scenario Outline: Batch replay: only new timestamps push the watermark (<mode>)
     # A replay reads the rows much faster than real time: the system time (`sys`) does not move,
     # so the clock never ages and the wait is the out-of-orderness tolerated. 00:01 is 2 minutes
@@ -89,7 +89,7 @@ Feature: Bytewax clocks, watermarks and late data (seeds/000_b053eec30e33ac17.tx
       | replay    |
       | streaming |
 
-  @BW-03 @BW-12
+  @BW-03 @BW-12 @tumble @late
   Scenario Outline: An unbounded wait: nothing is late, every window closes at end of input (<mode>)
     # Input sorted by user, not by time: with wait = timedelta.max (DELAY OF UNBOUNDED) and one
     # clock for the stream, no row is late and every window is emitted when the input ends.
@@ -124,7 +124,7 @@ Feature: Bytewax clocks, watermarks and late data (seeds/000_b053eec30e33ac17.tx
       | replay    |
       | streaming |
 
-  @BW-08
+  @BW-08 @session @late
   Scenario Outline: ⚠ A row arriving out of order that bridges two sessions merges them (<mode>)
     # The document: "Currently, session windows do not support out-of-order data. Out of order
     # data will be placed in their own sessions rather than merging adjacent sessions." That is a
@@ -167,7 +167,7 @@ Feature: Bytewax clocks, watermarks and late data (seeds/000_b053eec30e33ac17.tx
       | replay    |
       | streaming |
 
-  @BW-09
+  @BW-09 @tumble @late
   Scenario Outline: Each key has its own clock: another key's rows never close a key's window (<mode>)
     # bob's row two hours later moves only bob's watermark; alice's late-arriving 00:20 still
     # lands in her open [00:00, 01:00) window.
@@ -199,7 +199,7 @@ Feature: Bytewax clocks, watermarks and late data (seeds/000_b053eec30e33ac17.tx
       | replay    |
       | streaming |
 
-  @BW-10
+  @BW-10 @tumble
   Scenario Outline: A windowing operator emits only after a window closes (<mode>)
     # EMIT FINAL is the default: nothing after batch 1, [00:00, 00:10) once 00:12 closes it.
     Given the stream "readings", arriving in this order:
@@ -226,7 +226,7 @@ Feature: Bytewax clocks, watermarks and late data (seeds/000_b053eec30e33ac17.tx
       | replay    |
       | streaming |
 
-  @BW-11
+  @BW-11 @tumble @late @processing_time
   Scenario Outline: System time: each row's time is when it is processed; nothing is late (<mode>)
     # The rows' own timestamps are out of order and ignored: windows follow the system clock.
     Given the stream "readings", arriving in this order:
@@ -254,7 +254,7 @@ Feature: Bytewax clocks, watermarks and late data (seeds/000_b053eec30e33ac17.tx
       | replay    |
       | streaming |
 
-  @BW-13
+  @BW-13 @tumble @restart
   Scenario Outline: A query restarted from its checkpoint mid-window emits what an uninterrupted run does (<mode>)
     # sqlwin promises more than the document's "as gracefully as possible": with event time, a
     # stream stopped after batch 2 (both windows open) and restarted from its checkpoint loses

@@ -4,7 +4,7 @@ Feature: Bytewax windowing concepts (seeds/000_b053eec30e33ac17.txt)
   (SESSION) windows, each aligned to a fixed origin. These scenarios run over finished
   tables (complete input): every row is on time and every window closes at the end.
 
-  @BW-04
+  @BW-04 @hop
   Scenario: One-hour windows every 30 minutes, aligned to midnight, overlap
     # The document's figure: windows [00:00, 01:00), [00:30, 01:30), [01:00, 02:00).
     # Bytewax's "offset" (the spacing of window starts) is HOP's SLIDE; align_to is OFFSET.
@@ -26,7 +26,7 @@ Feature: Bytewax windowing concepts (seeds/000_b053eec30e33ac17.txt)
       | b  | 2023-12-14 00:30:00 | 2023-12-14 01:30:00 |
       | b  | 2023-12-14 01:00:00 | 2023-12-14 02:00:00 |
 
-  @BW-04
+  @BW-04 @hop
   Scenario: The row at 00:45 is counted in both windows that hold it
     Given the table "events":
       | id | ts                  |
@@ -44,7 +44,7 @@ Feature: Bytewax windowing concepts (seeds/000_b053eec30e33ac17.txt)
       | 2023-12-14 00:30:00 | 2023-12-14 01:30:00 | 2              |
       | 2023-12-14 01:00:00 | 2023-12-14 02:00:00 | 1              |
 
-  @BW-05
+  @BW-05 @hop @late
   Scenario: One-hour windows every 90 minutes leave gaps; a row in a gap joins no window
     # The document's figure: [00:00, 01:00), [01:30, 02:30), [03:00, 04:00). The API
     # reference (BX-09) forbids offset > length "which would lose items"; the concepts page
@@ -66,7 +66,7 @@ Feature: Bytewax windowing concepts (seeds/000_b053eec30e33ac17.txt)
       | middle | 2023-12-14 01:30:00 | 2023-12-14 02:30:00 |
       | late   | 2023-12-14 03:00:00 | 2023-12-14 04:00:00 |
 
-  @BW-06
+  @BW-06 @tumble
   Scenario: Tumbling hours: each row in exactly one window, start inclusive, end exclusive, before the origin too
     # Windows extend indefinitely in both directions from the alignment instant.
     Given the table "events":
@@ -87,7 +87,7 @@ Feature: Bytewax windowing concepts (seeds/000_b053eec30e33ac17.txt)
       | inside        | 2023-12-14 00:00:00 | 2023-12-14 01:00:00 |
       | at_boundary   | 2023-12-14 01:00:00 | 2023-12-14 02:00:00 |
 
-  @BW-06
+  @BW-06 @tumble
   Scenario: Tumbling hours aligned to half past: the alignment instant starts a window
     Given the table "events":
       | id | ts                  |
@@ -104,7 +104,7 @@ Feature: Bytewax windowing concepts (seeds/000_b053eec30e33ac17.txt)
       | a  | 2023-12-13 23:30:00 | 2023-12-14 00:30:00 |
       | b  | 2023-12-14 00:30:00 | 2023-12-14 01:30:00 |
 
-  @BW-07
+  @BW-07 @session
   Scenario: Sessions with a 30-minute gap
     # ⚠ The document draws each session from its first to its last row ([00:00, 00:15],
     # [00:50, 01:00], [01:30, 01:30]); sqlwin's window_start / window_end report
@@ -133,7 +133,7 @@ Feature: Bytewax windowing concepts (seeds/000_b053eec30e33ac17.txt)
       | u    | 2023-12-14 00:50:00 | 2023-12-14 01:30:00 | 2023-12-14 00:50:00 | 2023-12-14 01:00:00 | [2A, 2B]     |
       | u    | 2023-12-14 01:30:00 | 2023-12-14 02:00:00 | 2023-12-14 01:30:00 | 2023-12-14 01:30:00 | [3A]         |
 
-  @BW-07
+  @BW-07 @session
   Scenario: Each row carries its session when the window function is used without GROUP BY
     Given the table "events":
       | id | ts                  |
@@ -153,7 +153,7 @@ Feature: Bytewax windowing concepts (seeds/000_b053eec30e33ac17.txt)
       | 2B | 2023-12-14 01:00:00 | 2023-12-14 01:30:00 |
       | 3A | 2023-12-14 01:30:00 | 2023-12-14 02:00:00 |
 
-  @BW-09
+  @BW-09 @session
   Scenario: Windows are per key: another key's rows never join or split a key's session
     # Complete-input form: keys interleave in time, each key's sessions are its own.
     Given the table "events":

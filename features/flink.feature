@@ -8,7 +8,7 @@ Feature: Flink SQL's windowing examples (nightlies.apache.org/flink/flink-docs-s
   Scenarios on a "stream" run twice: as a replay and as a Structured Streaming query fed one
   micro-batch per arrival batch.
 
-  @flink-window-agg-grouping-sets
+  @flink-window-agg-grouping-sets @tumble @grouping_sets
   Scenario Outline: Window aggregation with GROUPING SETS: per supplier and in total, per window (<mode>)
     # window-agg.md, "GROUPING SETS"
     Given the stream "Bid", arriving in this order:
@@ -41,7 +41,7 @@ Feature: Flink SQL's windowing examples (nightlies.apache.org/flink/flink-docs-s
       | replay    |
       | streaming |
 
-  @flink-window-agg-rollup
+  @flink-window-agg-rollup @tumble @grouping_sets
   Scenario Outline: Window aggregation with ROLLUP: the same sets as GROUPING SETS ((supplier_id), ()) (<mode>)
     # window-agg.md, "ROLLUP"
     Given the stream "Bid", arriving in this order:
@@ -74,7 +74,7 @@ Feature: Flink SQL's windowing examples (nightlies.apache.org/flink/flink-docs-s
       | replay    |
       | streaming |
 
-  @flink-window-agg-cube
+  @flink-window-agg-cube @tumble @grouping_sets
   Scenario Outline: Window aggregation with CUBE: every combination of supplier and item, per window (<mode>)
     # window-agg.md, "CUBE". The page gives the query without its result; the rows below are worked
     # out by hand from the page's Bid table: per window each (supplier, item), each supplier, each
@@ -121,7 +121,7 @@ Feature: Flink SQL's windowing examples (nightlies.apache.org/flink/flink-docs-s
       | replay    |
       | streaming |
 
-  @flink-window-topn
+  @flink-window-topn @tumble @top_n
   Scenario Outline: Window Top-N: the top 3 suppliers by price of each 10-minute window (<mode>)
     # window-topn.md, "Window Top-N follows after Window Aggregation"
     Given the stream "Bid", arriving in this order:
@@ -164,7 +164,7 @@ Feature: Flink SQL's windowing examples (nightlies.apache.org/flink/flink-docs-s
       | replay    |
       | streaming |
 
-  @flink-window-agg-cascading
+  @flink-window-agg-cascading @tumble @chain
   Scenario Outline: Cascading window aggregation: 5-minute sums per supplier, summed into 10-minute windows (<mode>)
     # window-agg.md, "Cascading Window Aggregation". The page gives the queries without a result;
     # the rows are worked out by hand from window-agg.md's Bid table: [08:00, 08:10) holds the 5-minute
@@ -201,7 +201,7 @@ Feature: Flink SQL's windowing examples (nightlies.apache.org/flink/flink-docs-s
       | replay    |
       | streaming |
 
-  @flink-window-topn
+  @flink-window-topn @tumble @top_n
   Scenario Outline: Window Top-N after a window TVF: the 3 highest bids of each 10-minute window (<mode>)
     # window-topn.md, "Window Top-N follows after Window TVF". A and C tie at 4.00 in the first
     # window; the page ranks A (08:05) before C (08:06): encoded with bidtime as the tie-break (Flink's
@@ -243,7 +243,7 @@ Feature: Flink SQL's windowing examples (nightlies.apache.org/flink/flink-docs-s
       | replay    |
       | streaming |
 
-  @flink-window-deduplication
+  @flink-window-deduplication @tumble @top_n
   Scenario Outline: Window deduplication: the last bid of each 10-minute window (<mode>)
     # window-deduplication.md, "Example"
     Given the stream "Bid", arriving in this order:
@@ -279,7 +279,7 @@ Feature: Flink SQL's windowing examples (nightlies.apache.org/flink/flink-docs-s
       | replay    |
       | streaming |
 
-  @flink-window-tvf
+  @flink-window-tvf @tumble
   Scenario Outline: Window TVF rows: each bid with its 10-minute tumbling window, as it arrives (<mode>)
     # window-tvf.md, "TUMBLE" (the page's window_time is window_end - 1 ms; sqlwin's is
     # window_end - 1 µs, the last instant of the window, and left out here). Without GROUP BY a
@@ -313,7 +313,7 @@ Feature: Flink SQL's windowing examples (nightlies.apache.org/flink/flink-docs-s
       | replay    |
       | streaming |
 
-  @flink-window-join
+  @flink-window-join @tumble @join
   Scenario Outline: Window join: a FULL JOIN of two tables per num and 5-minute window (<mode>)
     # window-join.md, "FULL JOIN", written as Flink writes it: each side read through
     # `(SELECT * FROM TABLE(TUMBLE(...))) L` (a SELECT * alone is the window function itself).

@@ -7,7 +7,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
   timestamp of its key reaches end + grace (max event time, a clock per key) and calls a row
   late only when its window has closed (lateness_rule 'window_closed', sqlwin's default).
 
-  @QX-05
+  @QX-05 @count_window
   Scenario: Count-based tumbling window of 3 collects the batch
     Given the table "messages":
       | data | timestamp | offset |
@@ -24,7 +24,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
       | data            | window_start_ms | window_end_ms |
       | [100, 50, 200]  | 121             | 583           |
 
-  @QX-06
+  @QX-06 @hop @emit_changes
   Scenario Outline: Hourly mean every 10 minutes, after every row, windows from 0 only (<mode>)
     # ⚠ The document's output cannot come from any one (size, step): its [0, 3600000) and
     # [60000, 4200000) differ in length, and 30 for [60000, ...) is impossible, the 30 being at
@@ -57,7 +57,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
       | replay    |
       | streaming |
 
-  @QX-06
+  @QX-06 @hop @emit_changes
   Scenario Outline: Hourly mean every minute, after every row: the closest fit to the document's output (<mode>)
     # ⚠ The closest (size, step) to the document's output: 1 h with a 1 min step. The row at 60000
     # opens [60000, 3660000) (the document prints [60000, 4200000) with 30): 29, then 28.5 with
@@ -90,7 +90,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
       | replay    |
       | streaming |
 
-  @QX-07
+  @QX-07 @count_window
   Scenario: Count-based hopping windows of 6 messages with a step of 2
     # The document's figure: [0, 5], [2, 7], [4, 9], [6, 11] of message positions. A count
     # window emits when it is full, so windows starting at 8 and 10 never complete.
@@ -108,7 +108,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
       | 4            | 9          | 6        |
       | 6            | 11         | 6        |
 
-  @QX-08
+  @QX-08 @slide
   Scenario: Time-based sliding window of one hour, one window per reading, both ends inclusive
     Given the table "readings":
       | temperature | timestamp |
@@ -131,7 +131,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
       | 28.5            | 3600000         | 7200000       |
       | 27.5            | 3600001         | 7200001       |
 
-  @QX-09
+  @QX-09 @count_window
   Scenario: Count-based sliding window: the average of the last 3 purchases
     Given the table "purchases":
       | amount | timestamp | offset |
@@ -154,7 +154,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
       | 120     | 583             | 1009          |
       | 80      | 723             | 1242          |
 
-  @QX-10
+  @QX-10 @tumble
   Scenario: reduce(): min, max, count and mean temperature of 10-minute windows in one result
     # The document gives no input: this table is ours. ⚠ Its reduce() cannot run as written (the
     # reducer reads aggregated['count'], which the initializer never sets, and adds the whole
@@ -182,7 +182,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
       | sensor_1 | 600000 | 1200000 | 30       | 30       | 1            | 30.0     |
       | sensor_2 | 0      | 600000  | 5        | 5        | 1            | 5.0      |
 
-  @QX-11
+  @QX-11 @tumble
   Scenario: collect(): the events of a 10-minute window as a list, once the window closes
     # The document gives no input: this table is ours. A finished table closes every window.
     Given the table "events":
@@ -202,7 +202,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
       | sensor_1 | 0      | 600000  | [open, close, alarm] |
       | sensor_1 | 600000 | 1200000 | [open]              |
 
-  @QX-11
+  @QX-11 @tumble @emit_changes
   Scenario Outline: collect() after every row: sqlwin emits the list so far, where Quix refuses current() (<mode>)
     # Quix: ".collect() only supports .final() mode. Using .current() is not supported." sqlwin's
     # window runtime keeps the list, so EMIT CHANGES works: each row emits its window's list so far.
@@ -231,7 +231,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
       | replay    |
       | streaming |
 
-  @QX-12
+  @QX-12 @tumble
   Scenario: count(): the events of each 10-minute window, once the window closes
     # The document gives no input: this table is ours.
     Given the table "events":
@@ -253,7 +253,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
       | sensor_1 | 600000 | 1200000 | 1     |
       | sensor_2 | 0      | 600000  | 1     |
 
-  @QX-13
+  @QX-13 @tumble
   Scenario: min(), max(), mean() and sum() of 10-minute windows, once each closes
     # The document's input {"temperature": 9999} gives a minimum of 9999; the second window is ours.
     Given the table "readings":
@@ -275,7 +275,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
       | sensor_1 | 0      | 600000  | 9999    | 9999    | 9999.0 | 9999  |
       | sensor_1 | 600000 | 1200000 | 20      | 40      | 30.0   | 90    |
 
-  @QX-14
+  @QX-14 @tumble
   Scenario: Reshaping a window's result: the count and its window as a pair
     # The document's own transformation, {"start", "end", "value"} into {"count", "window": (start,
     # end)}, as plain SQL over the windowed count; the input table is ours.
@@ -298,7 +298,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
       | 2     | [0, 600000]       |
       | 1     | [600000, 1200000] |
 
-  @QX-15 @QX-16
+  @QX-15 @QX-16 @tumble @late
   Scenario Outline: A 10 s grace period keeps a 1 h window open; late rows are reported (<mode>)
     # Newest 3605000: the window [0, 3600000) waits until 3610000, so the row at 100000 still lands
     # in it and its final result comes 10 s (of event time) later. The row at 200000 arrives after
@@ -333,7 +333,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
       | replay    |
       | streaming |
 
-  @QX-17
+  @QX-17 @tumble @emit_changes
   Scenario Outline: Emitting after every row: a running sum for [0, 10000) (<mode>)
     Given the stream "numbers", arriving in this order:
       | key | value | timestamp |
@@ -360,7 +360,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
       | replay    |
       | streaming |
 
-  @QX-18
+  @QX-18 @tumble
   Scenario Outline: Final results: nothing until time passes the window's end (<mode>)
     Given the stream "numbers", arriving in this order:
       | key | value | timestamp |
@@ -386,7 +386,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
       | replay    |
       | streaming |
 
-  @QX-19
+  @QX-19 @tumble
   Scenario Outline: Windows close only from rows of the same key (<mode>)
     # One sentence of the document says final windows wait for the newest timestamp "for the
     # topic partition"; the rest (and its NOTE) says per key: encoded per key. sensor_2's row at
@@ -414,7 +414,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
       | replay    |
       | streaming |
 
-  @QX-20
+  @QX-20 @tumble @late
   Scenario Outline: Rows with a NULL key are rejected and counted; times finer than 1 ms are rounded (<mode>)
     # "Messages with None key will be ignored": a NULL-key row joins no window and moves no clock;
     # sqlwin routes it, with reason 'null_key', to LATE ROWS INTO rather than losing it silently.
@@ -451,7 +451,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
       | replay    |
       | streaming |
 
-  @QX-21
+  @QX-21 @tumble
   Scenario: Tumbling hours: 00:33:13 falls in [00:00, 01:00), start inclusive, end exclusive
     # In epoch ms: 00:33:13 is 1993000, 00:59:59.999 is 3599999, 01:00 is 3600000.
     Given the table "messages":
@@ -472,7 +472,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
       | 3599999   | 0            | 3600000    |
       | 3600000   | 3600000      | 7200000    |
 
-  @QX-22
+  @QX-22 @hop
   Scenario: Hopping hours every 30 minutes: 00:33:13 falls in [00:00, 01:00) and [00:30, 01:30)
     # In epoch ms: 00:33:13 is 1993000; 00:30 is 1800000, 01:30 is 5400000.
     Given the table "messages":
@@ -488,7 +488,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
       | 1993000   | 0            | 3600000    |
       | 1993000   | 1800000      | 5400000    |
 
-  @QX-23
+  @QX-23 @slide
   Scenario: Time-based sliding hour: the border windows of 01:33:13 include it at either end
     # ⚠ The figure draws sliding windows half-open ("[00:00:00.000, 01:00:00.000)"); the text says
     # "both the start and the end of the interval are inclusive", and QX-08's data needs it: encoded
@@ -511,7 +511,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
       | 1993000      | 5593000    |
       | 5593000      | 9193000    |
 
-  @QX-24
+  @QX-24 @count_window
   Scenario: Count-based tumbling windows of 4 messages
     # ⚠ The text counts messages from 1 ("message 1 to 4, then 5 to 8"), the figure from 0
     # ([0, 3], [4, 7], ...): the same windows. Encoded: the figure's positions, as Kafka offsets.
@@ -529,7 +529,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
       | 8            | 11         | 4        |
       | 12           | 15         | 4        |
 
-  @QX-25
+  @QX-25 @count_window
   Scenario: A count-based sliding window of 4 is a count-based hopping window of 4 with a step of 1
     Given the table "messages" with 7 rows of "position" counting from 0
     When I run the query:
@@ -545,7 +545,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
       | 2            | 5          | 4        |
       | 3            | 6          | 4        |
 
-  @QX-03 @QX-01 @QX-02
+  @QX-03 @QX-01 @QX-02 @tumble @emit_changes
   Scenario Outline: Minimum temperature of a 10 s window, after every row (<mode>)
     # Timestamps come from a column in milliseconds (QX-01); the result carries the window's start
     # and end, the result timestamp being the start (QX-02).
@@ -570,7 +570,7 @@ Feature: Quix Streams windowed aggregations (seeds/002_501feacbf626c494.txt)
       | replay    |
       | streaming |
 
-  @QX-04
+  @QX-04 @tumble @emit_changes
   Scenario Outline: Hourly mean temperature, after every row (<mode>)
     Given the stream "readings", arriving in this order:
       | key      | temperature | timestamp |

@@ -20,7 +20,7 @@ Feature: VoltSP time and watermarks in window aggregations (seeds/003_3efd8ef133
       | u1   | e3    | 8000      | 3     | 9000        |
       | u1   | e5    | 25000     | 4     | 10000       |
 
-  @VS-05 @VS-12
+  @VS-05 @VS-12 @tumble @processing_time
   Scenario Outline: Scenario 0, processing time: rows are bucketed by arrival (<mode>)
     # The table keeps [0, 10 s) open until e5 arrives at 10 s; sqlwin fires a processing-time
     # window when the clock reaches its end. Replays and tests read the clock from the recorded
@@ -44,7 +44,7 @@ Feature: VoltSP time and watermarks in window aggregations (seeds/003_3efd8ef133
       | replay    |
       | streaming |
 
-  @VS-06
+  @VS-06 @tumble @late
   Scenario Outline: Scenario 1, event time with the default MIN_EVENT_TIME: e3 is late (<mode>)
     # Watermark 2 s, 12 s, 12 s, 25 s. After batch 2 [0, 10 s) has closed, so e3 (8 s) is late.
     When I run the query in <mode> mode:
@@ -72,7 +72,7 @@ Feature: VoltSP time and watermarks in window aggregations (seeds/003_3efd8ef133
       | replay    |
       | streaming |
 
-  @VS-07
+  @VS-07 @tumble @late
   Scenario Outline: Scenario 2, a 5 s delay: e3 lands in [0, 10 s) (<mode>)
     # Effective watermark -3 s (the document clamps it to 0; sqlwin does not clamp, which closes
     # nothing a 0 would), 7 s, 7 s, 20 s.
@@ -99,7 +99,7 @@ Feature: VoltSP time and watermarks in window aggregations (seeds/003_3efd8ef133
       | replay    |
       | streaming |
 
-  @VS-14
+  @VS-14 @tumble @late
   Scenario Outline: A watermark per key when a key is given (<mode>)
     # u2's row at 25 s does not touch u1's clock: u1's second row still lands in [0, 10 s).
     Given the stream "clicks", arriving in this order:
@@ -128,7 +128,7 @@ Feature: VoltSP time and watermarks in window aggregations (seeds/003_3efd8ef133
       | replay    |
       | streaming |
 
-  @VS-14
+  @VS-14 @tumble @late
   Scenario Outline: One shared watermark when no key is given (<mode>)
     # Without PARTITION BY the stream has one clock: u2's row moves it past 10 s, [0, 10 s)
     # closes after batch 2 and u1's row at 4 s is late.
@@ -160,7 +160,7 @@ Feature: VoltSP time and watermarks in window aggregations (seeds/003_3efd8ef133
       | replay    |
       | streaming |
 
-  @VS-01
+  @VS-01 @tumble @processing_time
   Scenario Outline: Processing time buckets rows by arrival (<mode>)
     # The document's "Visualizing the difference": e1 (event 2 s, arrives 3 s), e2 (4 s, 5 s),
     # e3 (8 s, 13 s), e4 (15 s, 9 s); rows come in arrival order, one per micro-batch.
@@ -187,7 +187,7 @@ Feature: VoltSP time and watermarks in window aggregations (seeds/003_3efd8ef133
       | replay    |
       | streaming |
 
-  @VS-01
+  @VS-01 @tumble
   Scenario Outline: Event time buckets rows by their own time when every row is on time (<mode>)
     # The document's event-time figure shows bucketing only: all four rows in one batch here.
     Given the stream "readings", arriving in this order:
@@ -214,7 +214,7 @@ Feature: VoltSP time and watermarks in window aggregations (seeds/003_3efd8ef133
       | replay    |
       | streaming |
 
-  @VS-01
+  @VS-01 @tumble @late
   Scenario Outline: Event time, one row per batch in arrival order: e4 makes e3 late (<mode>)
     # As the document warns: e4 (15 s) arrives first and pushes the watermark past [0, 10 s).
     Given the stream "readings", arriving in this order:
@@ -245,7 +245,7 @@ Feature: VoltSP time and watermarks in window aggregations (seeds/003_3efd8ef133
       | replay    |
       | streaming |
 
-  @VS-02 @VS-16
+  @VS-02 @VS-16 @tumble @late
   Scenario Outline: MIN_EVENT_TIME: the watermark advances to the earliest time of each batch (<mode>)
     # The watermark illustration's rule: a row before the watermark is late (before_watermark).
     # Batch 1 {2, 4, 9} -> watermark 2 s; batch 2 {5, 8, 15} is checked against 2 s (the watermark
@@ -282,7 +282,7 @@ Feature: VoltSP time and watermarks in window aggregations (seeds/003_3efd8ef133
       | replay    |
       | streaming |
 
-  @VS-03
+  @VS-03 @tumble @late
   Scenario Outline: MAX_EVENT_TIME: the watermark advances to the latest time of each batch (<mode>)
     # Batch 1 -> watermark 9 s; in batch 2, 5 s and 8 s are before it and declined, 15 s is
     # accepted -> 15 s, which closes [0, 10 s) after batch 2.
@@ -318,7 +318,7 @@ Feature: VoltSP time and watermarks in window aggregations (seeds/003_3efd8ef133
       | replay    |
       | streaming |
 
-  @VS-08
+  @VS-08 @tumble @late
   Scenario Outline: Scenario 3 with MAX_EVENT_TIME: e6 joins [0, 10 s), e3 is late (<mode>)
     # Watermark 5 s, 12 s, 12 s, 25 s.
     Given the stream "events3", arriving in this order:
@@ -352,7 +352,7 @@ Feature: VoltSP time and watermarks in window aggregations (seeds/003_3efd8ef133
       | replay    |
       | streaming |
 
-  @VS-09
+  @VS-09 @tumble @late
   Scenario Outline: Scenario 3 with MIN_EVENT_TIME: e3 escapes lateness (<mode>)
     # Watermark 2 s, 9 s, 9 s, 25 s: [0, 10 s) is still open when e3 (8 s) arrives; the worked
     # example's rule (window_closed) accepts it although 8 s < 9 s.
@@ -386,7 +386,7 @@ Feature: VoltSP time and watermarks in window aggregations (seeds/003_3efd8ef133
       | replay    |
       | streaming |
 
-  @VS-10 @VS-04
+  @VS-10 @VS-04 @tumble @late
   Scenario Outline: Scenario 3 with MAX_EVENT_TIME and a 3 s delay equals MIN_EVENT_TIME (<mode>)
     # Effective watermark 2 s, 9 s, 9 s, 22 s. VS-04: MAX_EVENT_TIME with delay D + S (S = 3 s,
     # the spread of batch 2) is as conservative as MIN_EVENT_TIME with delay D = 0 (VS-09).
@@ -419,7 +419,7 @@ Feature: VoltSP time and watermarks in window aggregations (seeds/003_3efd8ef133
       | replay    |
       | streaming |
 
-  @VS-04
+  @VS-04 @tumble @processing_time
   Scenario Outline: The strategy matters only when time comes from the rows (<mode>)
     # With processing time both strategies see the same clock: the same windows as VS-05.
     When I run the query in <mode> mode:
@@ -442,7 +442,7 @@ Feature: VoltSP time and watermarks in window aggregations (seeds/003_3efd8ef133
       | replay    | max_event_time |
       | streaming | max_event_time |
 
-  @VS-11
+  @VS-11 @tumble @idle
   Scenario Outline: Scenario 4, a quiet key is flushed after its idle timeout (<mode>)
     # The scenario-3 rows without e5, MAX_EVENT_TIME, delay 3 s: the effective watermark stays at
     # 9 s and nothing closes. The idle timeout is measured on processing time (the recorded `proc`
@@ -476,7 +476,7 @@ Feature: VoltSP time and watermarks in window aggregations (seeds/003_3efd8ef133
       | replay    |
       | streaming |
 
-  @VS-12
+  @VS-12 @tumble @idle
   Scenario Outline: The idle timeout measured on event time (<mode>)
     # idle_clock = 'event_time': a key is idle once the stream's newest event time is the timeout
     # past the key's own newest. sqlwin's default clock is processing time (scenario 4's wording:
@@ -506,7 +506,7 @@ Feature: VoltSP time and watermarks in window aggregations (seeds/003_3efd8ef133
       | replay    |
       | streaming |
 
-  @VS-13
+  @VS-13 @tumble
   Scenario Outline: A future outlier holds its own window until the watermark reaches it (<mode>)
     # MIN_EVENT_TIME: e_future (95 s) arrives with 6 s, so the watermark only moves to 6 s; its
     # window [90 s, 100 s) is kept until the watermark reaches 100 s in batch 4.
@@ -538,7 +538,7 @@ Feature: VoltSP time and watermarks in window aggregations (seeds/003_3efd8ef133
       | replay    |
       | streaming |
 
-  @VS-15
+  @VS-15 @tumble @late
   Scenario Outline: Without a late output, late rows are dropped (and counted) (<mode>)
     # Scenario 1 again, without LATE ROWS INTO: e3 is simply not in any result.
     When I run the query in <mode> mode:
@@ -560,7 +560,7 @@ Feature: VoltSP time and watermarks in window aggregations (seeds/003_3efd8ef133
       | replay    |
       | streaming |
 
-  @VS-15
+  @VS-15 @tumble @late
   Scenario Outline: With a late output, late rows go there (<mode>)
     When I run the query in <mode> mode:
       """
@@ -580,7 +580,7 @@ Feature: VoltSP time and watermarks in window aggregations (seeds/003_3efd8ef133
       | replay    |
       | streaming |
 
-  @VS-16
+  @VS-16 @tumble
   Scenario Outline: Without rows for a key its event-time watermark does not move (<mode>)
     # Batch 1's rows are checked against the watermark before the batch, so 2 s is on time next to
     # 12 s; the watermark becomes 12 s and closes [0, 10 s). Five minutes of processing time pass
@@ -610,7 +610,7 @@ Feature: VoltSP time and watermarks in window aggregations (seeds/003_3efd8ef133
       | replay    |
       | streaming |
 
-  @VS-17
+  @VS-17 @session @error
   Scenario: A session window needs an inactivity bound
     # VoltSP requires an idle timeout for a session window; in sqlwin the SESSION gap is that bound.
     Given the table "clicks":

@@ -1,4 +1,5 @@
-"""One SparkSession for the whole test run, and the Gherkin step library.
+"""One SparkSession for the whole test run, the Gherkin step library and the deploy tests' servers
+(tests/support/deploy.py: one standalone cluster per run, a Connect server per module).
 
 The session is local[2], UTC, two shuffle partitions and no UI (see sqlwin.session()).
 """
@@ -9,7 +10,7 @@ import pytest
 
 import sqlwin
 
-pytest_plugins = ["tests.steps.tables", "tests.steps.queries", "tests.steps.streams"]
+pytest_plugins = ["tests.steps.tables", "tests.steps.queries", "tests.steps.streams", "tests.support.deploy"]
 
 
 @pytest.fixture(scope="session")

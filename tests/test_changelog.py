@@ -9,24 +9,21 @@ with late rows and several keys -- for TUMBLE and SESSION.
 from __future__ import annotations
 
 import datetime as dt
-import random
 
 import pytest
 
 from sqlwin.errors import SqlwinUsageError
+from tests.support.random_streams import columns, random_stream
 
 T0 = dt.datetime(2024, 1, 1)
 
 
 @pytest.fixture(scope="module")
 def recorded(spark):
-    rng = random.Random(12)
-    rows, now = [], 0
-    for off in range(160):
-        now += rng.randint(0, 3)
-        late = rng.random() < 0.15
-        ts = T0 + dt.timedelta(seconds=now - (rng.randint(10, 40) if late else rng.randint(0, 4)))
-        rows.append((rng.choice("abcd"), ts, rng.randint(1, 9), off))
+    # 160 rows, the clock 0-3 s a row, on time up to 4 s behind it, 15 % 10-40 s behind (late)
+    rows = columns(random_stream(12, 160, keys=tuple("abcd"), start=T0, step_s=(0, 4), late=0.15, behind_s=(10, 41),
+                                 jitter_s=(0, 5), null_time=0, far_past=0, far_future=0, null_key=0, value=(1, 10),
+                                 twins=0, shuffle=False, batch_size=160), "k", "ts", "v", "arrival")
     spark.createDataFrame(rows, "k string, ts timestamp, v int, off bigint").createOrReplaceTempView("cl_events")
     return rows
 

@@ -1,8 +1,8 @@
 """A real cluster (issue 11, part 5): sqlwin on a Spark standalone master with two workers.
 
-A module fixture starts the cluster with scripts/cluster.py (master and workers from the pyspark
-installation on 127.0.0.1, work directories in a temp dir) and stops it by process group ids at
-the end, whatever happened. The driver is a separate process -- this one already holds the
+The cluster is the run's one standalone cluster (tests/support/deploy.py: scripts/cluster.py,
+master and two workers from the pyspark installation on 127.0.0.1, work directories in a temp dir,
+stopped by process group ids at the end, whatever happened). The driver is a separate process -- this one already holds the
 suite's local session -- pointed at the cluster by SQLWIN_MASTER alone, as a user's job would be;
 it runs scripts/remote_check.py's checks (a shipped example, two replays, a stream over a
 directory of parquet files), and its results must equal the same checks on the local session.
@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -55,36 +53,10 @@ print(json.dumps(out))
 """
 
 
-def cluster_script(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPTS / "cluster.py"), *args], capture_output=True, text=True,
-                          timeout=timeout)
-
-
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """`scripts/cluster.py start --workers 2` (running: `ready()` waits for its URL), then `stop`
-    whatever the tests did."""
-    state_dir = tmp_path_factory.mktemp("cluster")
-    began = time.monotonic()
-    starting = subprocess.Popen([sys.executable, str(SCRIPTS / "cluster.py"), "start", "--workers", "2",
-                                 "--dir", str(state_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    info = {"dir": state_dir}
-
-    def ready() -> dict:
-        if "url" not in info:
-            out, err = starting.communicate(timeout=180)
-            assert starting.returncode == 0, err[-4000:]
-            info.update(url=out.strip().splitlines()[-1], startup_s=round(time.monotonic() - began, 2))
-        return info
-
-    try:
-        yield ready
-    finally:
-        if starting.poll() is None:
-            starting.communicate(timeout=180)
-        stopped = cluster_script("stop", "--dir", str(state_dir))
-        assert stopped.returncode == 0, f"the cluster did not stop:\n{stopped.stderr}"
-        assert not (state_dir / "state.json").exists()
+def cluster(standalone_cluster):
+    """The run's standalone cluster (tests/support/deploy.py), shared with test_stream_guard.py."""
+    return standalone_cluster
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +74,7 @@ def remote(cluster, spark, tmp_path_factory):
             reference = reference.result()
         finally:
             out = remote_check.client_result(process, CLIENT_TIMEOUT_S)
-    print(f"cluster: master and 2 workers up in {info['startup_s']} s; driver {out['client_seconds']} s "
+    print(f"cluster: master and 2 workers up in {info['startup_s']} s (from its start); driver {out['client_seconds']} s "
           f"(session {out['session_seconds']} s, checks {out['timings']}); local checks {reference['timings']}")
     return out
 

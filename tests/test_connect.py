@@ -1,6 +1,6 @@
 """Spark Connect (issue 11, part 4): sqlwin on a `SparkSession.builder.remote(...)` session.
 
-A module fixture starts a local Connect server from the pyspark installation
+A module fixture (tests/support/deploy.py) starts a local Connect server from the pyspark installation
 (scripts/connect_server.py: pyspark's sbin/start-connect-server.sh, SPARK_HOME the pyspark
 directory, logs and pids in a temp dir, a free port, set up as sqlwin.session() sets up a local
 session) and stops it by its process group id at the end, whatever happened. The client is a
@@ -92,15 +92,9 @@ print(json.dumps(out))
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """A Connect server for this module, stopped by process group id whatever the tests did."""
-    root = tmp_path_factory.mktemp("connect")
-    hidden = root / "client-only" if connect_server.can_hide() else None
-    state = connect_server.start(root / "server", hide=hidden, wait=False)
-    try:
-        yield state, hidden
-    finally:
-        assert connect_server.stop(root / "server"), f"the Connect server {state['server']} did not stop"
+def server(spark_connect_server):
+    """The module's Connect server (tests/support/deploy.py)."""
+    return spark_connect_server
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,6 @@ streams every shape; CI streams the shapes in STREAMED_IN_CI (each stream costs 
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import random
 from collections import Counter
@@ -26,42 +25,16 @@ from collections import Counter
 import pytest
 
 from sqlwin.testing import feed_stream
+from tests.support.random_streams import columns, random_stream
 
-BASE = dt.datetime(2024, 1, 1, 10, 0)
 SEEDS = int(os.environ.get("SQLWIN_CONSERVATION_SEEDS", "1"))
 ARRIVAL = "WITH (arrival_order = arrival, arrival_batch = batch)"
 
 
 def _stream(rng: random.Random, n: int, keys=("a", "b", "c")) -> list[tuple]:
-    """(id, k, ts, v, arrival, batch) rows: mostly in time, some behind (late), some bad."""
-    rows = []
-    clock = 0
-    for i in range(n):
-        clock += rng.randrange(0, 40)  # seconds
-        roll = rng.random()
-        if roll < 0.06:
-            ts = None
-        elif roll < 0.09:
-            ts = dt.datetime(1, 1, 3, 0, 0, rng.randrange(60))  # (day 3: Python reads its windows in any zone)
-        elif roll < 0.11:
-            ts = dt.datetime(9999, 12, 30, 23, 0, rng.randrange(60))
-        elif roll < 0.25:
-            ts = BASE + dt.timedelta(seconds=max(0, clock - rng.randrange(200, 1200)))  # behind: often late
-        else:
-            ts = BASE + dt.timedelta(seconds=clock)
-        k = None if rng.random() < 0.06 else rng.choice(keys)
-        rows.append([i, k, ts, rng.randrange(100), i, 0])
-    for _ in range(n // 15):  # duplicated rows: the same values (its own id, to tell them apart)
-        twin = list(rng.choice(rows))
-        twin[0] = len(rows)
-        rows.append(twin)
-    rng.shuffle(rows)
-    batch = 0
-    for arrival, row in enumerate(rows):
-        if arrival and rng.random() < 0.12:
-            batch += 1
-        row[4], row[5] = arrival, batch
-    return [tuple(r) for r in rows]
+    """(id, k, ts, v, arrival, batch) rows: mostly in time, some behind (late), some bad, some twice
+    (tests/support/random_streams.py's default stream)."""
+    return columns(random_stream(rng, n, keys=keys), "id", "k", "ts", "v", "arrival", "batch")
 
 
 SCHEMA = "id INT, k STRING, ts TIMESTAMP, v INT, arrival INT, batch INT"

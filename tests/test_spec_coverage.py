@@ -16,17 +16,10 @@ def listed() -> dict[str, tuple[str, str]]:
 def tagged() -> dict[str, dict[str, list[str]]]:
     """ID -> feature file -> scenario names carrying its tag."""
     found: dict[str, dict[str, list[str]]] = {}
-    for feature in FEATURES.glob("*.feature"):
-        tags: list[str] = []
-        for line in feature.read_text().splitlines():
-            stripped = line.strip()
-            if stripped.startswith("@"):
-                tags += re.findall(r"@([A-Z]{2}-\d{2})", stripped)
-            elif stripped.startswith(("Scenario:", "Scenario Outline:")):
-                name = stripped.split(":", 1)[1].strip()
-                for tag in tags:
-                    found.setdefault(tag, {}).setdefault(feature.name, []).append(name)
-                tags = []
+    for file, name, tags in scenario_tags():
+        for tag in tags:
+            if re.fullmatch(r"[A-Z]{2}-\d{2}", tag):
+                found.setdefault(tag, {}).setdefault(file, []).append(name)
     return found
 
 
@@ -108,3 +101,40 @@ def test_arrival_order_items_run_in_replay_and_streaming():
     missing = {item: sorted(modes.get(item, set())) for item in ARRIVAL_ORDER_ITEMS
                if not {"replay", "streaming"} <= modes.get(item, set())}
     assert not missing, f"items without a scenario in both replay and streaming mode: {missing}"
+
+
+# Concept tags (features/README.md, "By concept"): what a scenario is about, beside its source.
+CONCEPTS = ("tumble", "hop", "cumulate", "session", "slide", "count_window", "global", "late", "emit_early",
+            "emit_changes", "retracting", "join", "chain", "idle", "processing_time", "restart", "error",
+            "grouping_sets", "top_n")
+
+
+def scenario_tags() -> list[tuple[str, str, list[str]]]:
+    """(feature file, scenario name, the scenario's own tags) for every scenario."""
+    found = []
+    for feature in sorted(FEATURES.glob("*.feature")):
+        tags: list[str] = []
+        for line in feature.read_text().splitlines():
+            stripped = line.strip()
+            if stripped.startswith("@"):
+                tags += re.findall(r"@([\w-]+)", stripped)
+            elif stripped.startswith(("Scenario:", "Scenario Outline:")):
+                found.append((feature.name, stripped.split(":", 1)[1].strip(), tags))
+                tags = []
+            elif stripped.startswith("Feature:"):
+                tags = []
+    return found
+
+
+def test_every_scenario_has_a_concept_tag():
+    untagged = [f"{file}: {name}" for file, name, tags in scenario_tags() if not set(tags) & set(CONCEPTS)]
+    assert not untagged, "scenarios without a concept tag: " + "; ".join(untagged)
+
+
+def test_the_concept_index_lists_each_concepts_scenarios():
+    index = sorted(re.findall(r"^\| @(\w+) \| (\S+\.feature) \| (.+?) \|$", (FEATURES / "README.md").read_text(), re.M))
+    tagged_rows = sorted((tag, file, name) for file, name, tags in scenario_tags() for tag in tags if tag in CONCEPTS)
+    assert index == tagged_rows, (f"missing from features/README.md: {sorted(set(tagged_rows) - set(index))}; "
+                                  f"listed but not tagged: {sorted(set(index) - set(tagged_rows))}")
+    lowercase = {t for _, _, tags in scenario_tags() for t in tags if re.fullmatch(r"[a-z_]+", t)}
+    assert lowercase <= set(CONCEPTS), f"concept tags not in CONCEPTS: {lowercase - set(CONCEPTS)}"

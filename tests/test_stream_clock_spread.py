@@ -16,11 +16,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import random
 
 import pytest
 
 from sqlwin.testing import feed_stream
+from tests.support.random_streams import random_stream
 
 ARRIVAL = "WITH (arrival_order = arrival, arrival_batch = batch)"
 TUMBLE = f"TUMBLE(TABLE {{t}} WATERMARK ts DELAY OF INTERVAL 30 SECONDS {ARRIVAL}, DESCRIPTOR(ts), INTERVAL 2 MINUTES)"
@@ -88,17 +88,13 @@ RESTART = {"session retracting", "session vectorised", "left join", "chain", "id
 
 
 def _rows(seed: int, first_id: int) -> list[tuple]:
-    rng = random.Random(seed)
-    rows, clock = [], 0
-    for i in range(160):
-        clock += rng.randrange(0, 20)
-        behind = rng.randrange(0, 300) if rng.random() < 0.2 else 0
-        ts = None if rng.random() < 0.03 else dt.datetime(2024, 1, 1) + dt.timedelta(seconds=max(0, clock - behind))
-        # arrival: 40 s apart, a pause of 5 minutes after batch 5 (a processing-time idle timeout fires)
-        at = dt.datetime(2024, 1, 1) + dt.timedelta(seconds=40 * i + (300 if i // 20 > 5 else 0))
-        rows.append((first_id + i, rng.choice(["a", "b", "c", "d", "e", "f", None]), ts, rng.randrange(100), i,
-                     i // 20, at))
-    return rows
+    """160 rows, 20 a batch: a clock moving 0-20 s a row, one row in five up to 5 minutes behind it,
+    3 % NULL times, keys a-f and NULL; arrival 40 s apart, a pause of 5 minutes after batch 5 (a
+    processing-time idle timeout fires). tests/support/random_streams.py."""
+    return random_stream(seed, 160, keys=("a", "b", "c", "d", "e", "f", None), start=dt.datetime(2024, 1, 1),
+                         step_s=(0, 20), late=0.2, behind_s=(0, 300), null_time=0.03, far_past=0, far_future=0,
+                         null_key=0, twins=0, shuffle=False, batch_size=20, arrival_gap_s=40, pause_s=300,
+                         pause_after_batch=5, first_id=first_id)
 
 
 @pytest.fixture(scope="module")

@@ -445,36 +445,29 @@ def test_a_python_worker_that_never_connects_back_stops_the_stream_with_one_mess
 
 
 @pytest.mark.deploy
-def test_on_a_standalone_cluster_one_stream_per_checkpoint_and_a_killed_ones_lock_is_taken_over(tmp_path):
-    """The same as the first test with the streams' drivers on a standalone cluster (scripts/cluster.py,
-    one worker): the lock is the driver's, the executors write the state under the checkpoint."""
-    cluster_dir = tmp_path / "cluster"
-    started = subprocess.run([sys.executable, str(ROOT / "scripts" / "cluster.py"), "start", "--workers", "1",
-                              "--dir", str(cluster_dir)], capture_output=True, text=True, timeout=240)
+def test_on_a_standalone_cluster_one_stream_per_checkpoint_and_a_killed_ones_lock_is_taken_over(
+        standalone_cluster, tmp_path):
+    """The same as the first test with the streams' drivers on a standalone cluster (the run's, from
+    tests/support/deploy.py; one executor: spark.cores.max=1): the lock is the driver's, the executors
+    write the state under the checkpoint."""
+    master = ["--master", standalone_cluster()["url"], "--conf", "spark.cores.max=1"]
+    dirs = Dirs(tmp_path / "stream")
+    args = dirs.args(*master)
+    if JAVA_OPTIONS:
+        args += ["--conf", f"spark.driver.defaultJavaOptions={JAVA_OPTIONS}"]
+    first = StreamProcess([str(SQLWIN), *args], tmp_path / "first.log", _env())
     try:
-        assert started.returncode == 0, started.stderr[-4000:]
-        master = ["--master", started.stdout.strip().splitlines()[-1]]
-        dirs = Dirs(tmp_path / "stream")
-        args = dirs.args(*master)
-        if JAVA_OPTIONS:
-            args += ["--conf", f"spark.driver.defaultJavaOptions={JAVA_OPTIONS}"]
-        first = StreamProcess([str(SQLWIN), *args], tmp_path / "first.log", _env())
-        try:
-            _wait_for(lambda: re.search(r"^batch 0: ", first.output(), re.M), "batch 0 on the cluster", first,
-                      timeout_s=400)
-            second = _sqlwin(dirs.args("--once", *master))
-            assert second.returncode == 2, second.stderr
-            assert f"is in use by a running stream (host {socket.gethostname()}, pid {first.proc.pid}," \
-                in second.stderr, second.stderr
-        finally:
-            first.kill()
-        assert dirs.lock.exists()
-        dirs.add_file()
-        third = _sqlwin(dirs.args("--once", *master), timeout=400)
-        assert third.returncode == 0, third.stderr[-4000:]
-        assert re.search(r"^batch 1: ", third.stderr, re.M), third.stderr
-        assert not dirs.lock.exists()
+        _wait_for(lambda: re.search(r"^batch 0: ", first.output(), re.M), "batch 0 on the cluster", first,
+                  timeout_s=400)
+        second = _sqlwin(dirs.args("--once", *master))
+        assert second.returncode == 2, second.stderr
+        assert f"is in use by a running stream (host {socket.gethostname()}, pid {first.proc.pid}," \
+            in second.stderr, second.stderr
     finally:
-        stopped = subprocess.run([sys.executable, str(ROOT / "scripts" / "cluster.py"), "stop", "--dir",
-                                  str(cluster_dir)], capture_output=True, text=True, timeout=240)
-        assert stopped.returncode == 0, stopped.stderr
+        first.kill()
+    assert dirs.lock.exists()
+    dirs.add_file()
+    third = _sqlwin(dirs.args("--once", *master), timeout=400)
+    assert third.returncode == 0, third.stderr[-4000:]
+    assert re.search(r"^batch 1: ", third.stderr, re.M), third.stderr
+    assert not dirs.lock.exists()
