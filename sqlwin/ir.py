@@ -11,59 +11,163 @@ import typing as t
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
-class Tumble:
-    size: int
-    offset: int = 0
+WINDOW_COLUMNS = ("window_start", "window_end", "window_time", "window_index")  # what a window function adds
+
+
+class WindowerError(ValueError):
+    """A windower's parameters make no windows. `param`: the field at fault. Each layer words it for
+    its users (the plan with the argument's position, the runtime as a RuntimeConfigError)."""
+
+    def __init__(self, message: str, param: str):
+        super().__init__(message)
+        self.message, self.param = message, param
+
+
+class WindowKind:
+    """The facts of one kind of window, as class attributes: everything outside a windower's class
+    reads them (or dispatches through a table keyed by the class) rather than naming the kind."""
+
+    sql_name: t.ClassVar[str]  # the window function: TUMBLE, HOP, ...
+    # SQL arguments after TABLE and DESCRIPTOR, how many are required, and the usage errors show.
+    sql_parameters: t.ClassVar[tuple[str, ...]]
+    sql_required: t.ClassVar[int]
+    sql_usage: t.ClassVar[str]
+    ordered: t.ClassVar[bool] = False  # takes ORDER BY in its TABLE argument (its windows count rows)
+    time_optional: t.ClassVar[bool] = False  # DESCRIPTOR(ts) may be left out
+    positive: t.ClassVar[tuple[str, ...]] = ()  # the fields that must be positive integers
     # Whether which windows exist depends on the rows (SESSION, SLIDE, COUNT_WINDOW): such windows
     # are formed per key -- PARTITION BY, and under a windowed aggregation its GROUP BY keys too
     # (docs/semantics.md, "Which rows form a window"). Fixed windows are the same for every key.
+    data_dependent: t.ClassVar[bool]
+    aligned: t.ClassVar[bool] = False  # a row's windows follow from its time alone, as it arrives
+    inclusive_end: t.ClassVar[bool] = False  # [start, end]: a row at `end` is inside (else [start, end))
+
+    def check(self) -> None:
+        """Raise WindowerError unless the parameters make windows."""
+        for attr in self.positive:
+            value = getattr(self, attr)
+            if not isinstance(value, int) or value <= 0:
+                # VS-17 / BX-10: a session needs a positive gap, every size must be positive.
+                raise WindowerError(f"{type(self).__name__} {attr} must be a positive integer, got {value!r}", attr)
+
+    def describe(self, interval: t.Callable[[int], str]) -> str:
+        """The windows in words, for explain and the timeline; `interval` writes a duration."""
+        raise NotImplementedError
+
+
+def _offset_text(micros: int, interval: t.Callable[[int], str]) -> str:
+    return f", offset {interval(micros)}" if micros else ""
+
+
+def _rows_text(n: int) -> str:
+    return f"{n} row{'' if n == 1 else 's'}"
+
+
+@dataclass(frozen=True)
+class Tumble(WindowKind):
+    """Back-to-back windows of `size`: [offset + n * size, offset + (n + 1) * size)."""
+
+    size: int
+    offset: int = 0
+    sql_name: t.ClassVar[str] = "TUMBLE"
+    sql_parameters: t.ClassVar[tuple[str, ...]] = ("SIZE", "OFFSET")
+    sql_required: t.ClassVar[int] = 1
+    sql_usage: t.ClassVar[str] = "TUMBLE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), size [, offset])"
+    positive: t.ClassVar[tuple[str, ...]] = ("size",)
     data_dependent: t.ClassVar[bool] = False
+    aligned: t.ClassVar[bool] = True
 
     @property
     def slide(self) -> int:
         return self.size
 
+    def describe(self, interval: t.Callable[[int], str]) -> str:
+        return f"TUMBLE size {interval(self.size)}{_offset_text(self.offset, interval)}"
+
 
 @dataclass(frozen=True)
-class Hop:
-    """Fixed-size windows starting every `slide`; overlapping (slide < size) or with gaps (slide > size)."""
+class Hop(WindowKind):
+    """Fixed-size windows starting every `slide`; overlapping (slide < size) or with gaps (slide > size):
+    [offset + n * slide, offset + n * slide + size)."""
 
     size: int
     slide: int
     offset: int = 0
+    sql_name: t.ClassVar[str] = "HOP"
+    sql_parameters: t.ClassVar[tuple[str, ...]] = ("SLIDE", "SIZE", "OFFSET")
+    sql_required: t.ClassVar[int] = 2
+    sql_usage: t.ClassVar[str] = "HOP(TABLE t [PARTITION BY k], DESCRIPTOR(ts), slide, size [, offset])"
+    positive: t.ClassVar[tuple[str, ...]] = ("size", "slide")
     data_dependent: t.ClassVar[bool] = False
+    aligned: t.ClassVar[bool] = True
+
+    def describe(self, interval: t.Callable[[int], str]) -> str:
+        return f"HOP slide {interval(self.slide)}, size {interval(self.size)}{_offset_text(self.offset, interval)}"
 
 
 @dataclass(frozen=True)
-class Cumulate:
-    """Windows that grow by `step` from the start of each `max_size` period (Flink's CUMULATE)."""
+class Cumulate(WindowKind):
+    """Windows that grow by `step` from the start of each `max_size` period (Flink's CUMULATE):
+    [p, p + k * step) for k = 1 .. max_size / step, p = offset + n * max_size. `step` divides `max_size`."""
 
     step: int
     max_size: int
     offset: int = 0
+    sql_name: t.ClassVar[str] = "CUMULATE"
+    sql_parameters: t.ClassVar[tuple[str, ...]] = ("STEP", "SIZE", "OFFSET")
+    sql_required: t.ClassVar[int] = 2
+    sql_usage: t.ClassVar[str] = "CUMULATE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), step, max_size [, offset])"
+    positive: t.ClassVar[tuple[str, ...]] = ("step", "max_size")
     data_dependent: t.ClassVar[bool] = False
+    aligned: t.ClassVar[bool] = True
+
+    def check(self) -> None:
+        super().check()
+        if self.max_size % self.step:
+            raise WindowerError("Cumulate step must divide its max_size", "step")
+
+    def describe(self, interval: t.Callable[[int], str]) -> str:
+        return (f"CUMULATE step {interval(self.step)}, max size {interval(self.max_size)}"
+                f"{_offset_text(self.offset, interval)}")
 
 
 @dataclass(frozen=True)
-class Session:
+class Session(WindowKind):
     """Rows less than `gap` apart share a session; a session is [first row, last row + gap)."""
 
     gap: int
+    sql_name: t.ClassVar[str] = "SESSION"
+    sql_parameters: t.ClassVar[tuple[str, ...]] = ("GAP",)
+    sql_required: t.ClassVar[int] = 1
+    sql_usage: t.ClassVar[str] = "SESSION(TABLE t PARTITION BY k, DESCRIPTOR(ts), gap)"
+    positive: t.ClassVar[tuple[str, ...]] = ("gap",)
     data_dependent: t.ClassVar[bool] = True
+
+    def describe(self, interval: t.Callable[[int], str]) -> str:
+        return f"SESSION gap {interval(self.gap)}"
 
 
 @dataclass(frozen=True)
-class Slide:
+class Slide(WindowKind):
     """One window per distinct row time: [ts - size, ts], both ends inclusive (Quix sliding windows)."""
 
     size: int
+    sql_name: t.ClassVar[str] = "SLIDE"
+    sql_parameters: t.ClassVar[tuple[str, ...]] = ("SIZE",)
+    sql_required: t.ClassVar[int] = 1
+    sql_usage: t.ClassVar[str] = "SLIDE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), size)"
+    positive: t.ClassVar[tuple[str, ...]] = ("size",)
     data_dependent: t.ClassVar[bool] = True
+    inclusive_end: t.ClassVar[bool] = True
+
+    def describe(self, interval: t.Callable[[int], str]) -> str:
+        return f"SLIDE size {interval(self.size)} (one window per row time, both ends inclusive)"
 
 
 @dataclass(frozen=True)
-class CountWindow:
-    """Windows of `size` rows starting every `slide` rows, in the ORDER BY (or arrival) order.
+class CountWindow(WindowKind):
+    """Windows of `size` rows starting every `slide` rows, in the ORDER BY (or arrival) order: rows
+    [n * slide, n * slide + size), bounded by their first and last row's time, both inclusive.
 
     `timed`: the query names a time column (DESCRIPTOR(ts)); a row whose time is NULL then joins
     no window and is rejected ('null_time'), as in every other kind of window. Without one, rows
@@ -73,18 +177,42 @@ class CountWindow:
     size: int
     slide: int
     timed: bool = False
+    sql_name: t.ClassVar[str] = "COUNT_WINDOW"
+    sql_parameters: t.ClassVar[tuple[str, ...]] = ("SIZE", "SLIDE")
+    sql_required: t.ClassVar[int] = 1
+    sql_usage: t.ClassVar[str] = (
+        "COUNT_WINDOW(TABLE t [PARTITION BY k] ORDER BY col, [DESCRIPTOR(ts),] size [, slide])")
+    ordered: t.ClassVar[bool] = True
+    time_optional: t.ClassVar[bool] = True
+    positive: t.ClassVar[tuple[str, ...]] = ("size", "slide")
     data_dependent: t.ClassVar[bool] = True
+    inclusive_end: t.ClassVar[bool] = True
+
+    def describe(self, interval: t.Callable[[int], str]) -> str:
+        slide = f", slide {_rows_text(self.slide)}" if self.slide != self.size else ""
+        return f"COUNT_WINDOW size {_rows_text(self.size)}{slide}"
 
 
 @dataclass(frozen=True)
-class GlobalWindow:
-    """One window holding every row of a key. `timed`: as CountWindow's."""
+class GlobalWindow(WindowKind):
+    """One window holding every row of a key: no bounds, so no row is outside it. `timed`: as CountWindow's."""
 
     timed: bool = False
+    sql_name: t.ClassVar[str] = "GLOBAL_WINDOW"
+    sql_parameters: t.ClassVar[tuple[str, ...]] = ()
+    sql_required: t.ClassVar[int] = 0
+    sql_usage: t.ClassVar[str] = "GLOBAL_WINDOW(TABLE t [PARTITION BY k] [, DESCRIPTOR(ts)])"
+    time_optional: t.ClassVar[bool] = True
     data_dependent: t.ClassVar[bool] = False
+    inclusive_end: t.ClassVar[bool] = True
+
+    def describe(self, interval: t.Callable[[int], str]) -> str:
+        return "GLOBAL_WINDOW (one window per key)"
 
 
 Windower = t.Union[Tumble, Hop, Cumulate, Session, Slide, CountWindow, GlobalWindow]
+WINDOWERS: tuple[type[WindowKind], ...] = (Tumble, Hop, Cumulate, Session, Slide, CountWindow, GlobalWindow)
+BY_SQL_NAME: dict[str, type[WindowKind]] = {kind.sql_name: kind for kind in WINDOWERS}
 
 
 @dataclass(frozen=True)
