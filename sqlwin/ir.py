@@ -32,7 +32,9 @@ class WindowKind:
     sql_parameters: t.ClassVar[tuple[str, ...]]
     sql_required: t.ClassVar[int]
     sql_usage: t.ClassVar[str]
-    ordered: t.ClassVar[bool] = False  # takes ORDER BY in its TABLE argument (its windows count rows)
+    # Its windows count rows in an order: it takes ORDER BY in its TABLE argument, its bounds are
+    # row positions when it has no time, and window_index numbers its windows.
+    ordered: t.ClassVar[bool] = False
     time_optional: t.ClassVar[bool] = False  # DESCRIPTOR(ts) may be left out
     positive: t.ClassVar[tuple[str, ...]] = ()  # the fields that must be positive integers
     # Whether which windows exist depends on the rows (SESSION, SLIDE, COUNT_WINDOW): such windows
@@ -41,6 +43,10 @@ class WindowKind:
     data_dependent: t.ClassVar[bool]
     aligned: t.ClassVar[bool] = False  # a row's windows follow from its time alone, as it arrives
     inclusive_end: t.ClassVar[bool] = False  # [start, end]: a row at `end` is inside (else [start, end))
+    # Whether its windows close before the input ends (by time, or when full); GLOBAL_WINDOW's one
+    # window closes only at the end of the input.
+    closes: t.ClassVar[bool] = True
+    durations: t.ClassVar[tuple[str, ...]] = ()  # the fields that are durations (microseconds)
 
     def check(self) -> None:
         """Raise WindowerError unless the parameters make windows."""
@@ -74,6 +80,7 @@ class Tumble(WindowKind):
     sql_required: t.ClassVar[int] = 1
     sql_usage: t.ClassVar[str] = "TUMBLE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), size [, offset])"
     positive: t.ClassVar[tuple[str, ...]] = ("size",)
+    durations: t.ClassVar[tuple[str, ...]] = ("size", "offset")
     data_dependent: t.ClassVar[bool] = False
     aligned: t.ClassVar[bool] = True
 
@@ -98,6 +105,7 @@ class Hop(WindowKind):
     sql_required: t.ClassVar[int] = 2
     sql_usage: t.ClassVar[str] = "HOP(TABLE t [PARTITION BY k], DESCRIPTOR(ts), slide, size [, offset])"
     positive: t.ClassVar[tuple[str, ...]] = ("size", "slide")
+    durations: t.ClassVar[tuple[str, ...]] = ("size", "slide", "offset")
     data_dependent: t.ClassVar[bool] = False
     aligned: t.ClassVar[bool] = True
 
@@ -118,6 +126,7 @@ class Cumulate(WindowKind):
     sql_required: t.ClassVar[int] = 2
     sql_usage: t.ClassVar[str] = "CUMULATE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), step, max_size [, offset])"
     positive: t.ClassVar[tuple[str, ...]] = ("step", "max_size")
+    durations: t.ClassVar[tuple[str, ...]] = ("step", "max_size", "offset")
     data_dependent: t.ClassVar[bool] = False
     aligned: t.ClassVar[bool] = True
 
@@ -141,6 +150,7 @@ class Session(WindowKind):
     sql_required: t.ClassVar[int] = 1
     sql_usage: t.ClassVar[str] = "SESSION(TABLE t PARTITION BY k, DESCRIPTOR(ts), gap)"
     positive: t.ClassVar[tuple[str, ...]] = ("gap",)
+    durations: t.ClassVar[tuple[str, ...]] = ("gap",)
     data_dependent: t.ClassVar[bool] = True
 
     def describe(self, interval: t.Callable[[int], str]) -> str:
@@ -157,6 +167,7 @@ class Slide(WindowKind):
     sql_required: t.ClassVar[int] = 1
     sql_usage: t.ClassVar[str] = "SLIDE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), size)"
     positive: t.ClassVar[tuple[str, ...]] = ("size",)
+    durations: t.ClassVar[tuple[str, ...]] = ("size",)
     data_dependent: t.ClassVar[bool] = True
     inclusive_end: t.ClassVar[bool] = True
 
@@ -205,6 +216,7 @@ class GlobalWindow(WindowKind):
     time_optional: t.ClassVar[bool] = True
     data_dependent: t.ClassVar[bool] = False
     inclusive_end: t.ClassVar[bool] = True
+    closes: t.ClassVar[bool] = False
 
     def describe(self, interval: t.Callable[[int], str]) -> str:
         return "GLOBAL_WINDOW (one window per key)"

@@ -48,7 +48,7 @@ from pyspark.sql.types import (
 )
 
 from sqlwin.errors import Position
-from sqlwin.ir import CountWindow, GlobalWindow, WatermarkSpec
+from sqlwin.ir import WatermarkSpec
 from sqlwin.spark.function_calls import INTEGRAL, KEYED, WindowFunctionError, analyze_call
 
 log = logging.getLogger(__name__)
@@ -287,10 +287,9 @@ def _python_value(internal, data_type: DataType):
 def _in_micros(windower, unit: int, timed: bool):
     """analyze_call's windower (durations in the time column's unit) with durations in microseconds, as
     sw.sql's plan holds them."""
-    if isinstance(windower, (CountWindow, GlobalWindow)):
+    if not windower.durations:  # COUNT_WINDOW, GLOBAL_WINDOW
         return dataclasses.replace(windower, timed=timed)
-    return dataclasses.replace(windower, **{f.name: getattr(windower, f.name) * unit
-                                           for f in dataclasses.fields(windower)})
+    return dataclasses.replace(windower, **{name: getattr(windower, name) * unit for name in windower.durations})
 
 
 def register_native(spark, udtfs: dict) -> bool:
