@@ -16,7 +16,21 @@ import typing as t
 from sqlglot import exp
 
 from sqlwin.errors import SqlwinError
-from sqlwin.ir import UNBOUNDED, CountWindow, Cumulate, GlobalWindow, Hop, Session, Slide, Tumble, WatermarkSpec, Windower
+from sqlwin.ir import (
+    BY_SQL_NAME,
+    UNBOUNDED,
+    WINDOWERS,
+    CountWindow,
+    Cumulate,
+    GlobalWindow,
+    Hop,
+    Session,
+    Slide,
+    Tumble,
+    WatermarkSpec,
+    Windower,
+    WindowerError,
+)
 from sqlwin.sql.ast_nodes import Descriptor, TableArg, WindowOptions, WindowTVF
 from sqlwin.sql.durations import duration_micros, offset_micros
 from sqlwin.sql.places import did_you_mean, fail, node_position, user_text
@@ -44,13 +58,7 @@ OPTION_VALUES: dict[str, tuple[str, ...] | None] = {
 
 SIGNATURES: dict[str, tuple[tuple[str, ...], int]] = {
     # function: (parameters after TABLE and DESCRIPTOR, how many are required)
-    "TUMBLE": (("SIZE", "OFFSET"), 1),
-    "HOP": (("SLIDE", "SIZE", "OFFSET"), 2),
-    "CUMULATE": (("STEP", "SIZE", "OFFSET"), 2),
-    "SESSION": (("GAP",), 1),
-    "SLIDE": (("SIZE",), 1),
-    "COUNT_WINDOW": (("SIZE", "SLIDE"), 1),
-    "GLOBAL_WINDOW": ((), 0),
+    kind.sql_name: (kind.sql_parameters, kind.sql_required) for kind in WINDOWERS
 }
 PARAMETER_ALIASES = {"MAX_SIZE": "SIZE", "STEP_SIZE": "STEP"}
 
@@ -76,7 +84,7 @@ def window_relation(node: WindowTVF, schema_of: SchemaLookup, time_zone: str = "
     time = _time_column(node, descriptor, columns)
     # COUNT_WINDOW over a finished table needs an order for its rows (checked where the complete
     # input is lowered); a stream counts its rows in the order they arrive.
-    if function != "COUNT_WINDOW" and order_by:
+    if not BY_SQL_NAME[function].ordered and order_by:
         fail(f"{function} takes no ORDER BY (rows are placed by their time)", table_arg.args["order"][0],
              "ORDER BY only in COUNT_WINDOW")
     windower = _windower(function, params, time, node, time_zone)
@@ -144,21 +152,13 @@ def _bind_arguments(node: WindowTVF) -> tuple[TableArg, Descriptor | None, dict[
     missing = [p for p in parameters[:required] if p not in params]
     if missing:
         fail(f"{function} is missing its {missing[0]} argument", node, usage, text=function)
-    if function not in ("COUNT_WINDOW", "GLOBAL_WINDOW") and descriptor is None:
+    if not BY_SQL_NAME[function].time_optional and descriptor is None:
         fail(f"{function} needs the time column as DESCRIPTOR(column)", node, usage, text=function)
     return table_arg, descriptor, params
 
 
 def _usage(function: str) -> str:
-    return {
-        "TUMBLE": "TUMBLE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), size [, offset])",
-        "HOP": "HOP(TABLE t [PARTITION BY k], DESCRIPTOR(ts), slide, size [, offset])",
-        "CUMULATE": "CUMULATE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), step, max_size [, offset])",
-        "SESSION": "SESSION(TABLE t PARTITION BY k, DESCRIPTOR(ts), gap)",
-        "SLIDE": "SLIDE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), size)",
-        "COUNT_WINDOW": "COUNT_WINDOW(TABLE t [PARTITION BY k] ORDER BY col, [DESCRIPTOR(ts),] size [, slide])",
-        "GLOBAL_WINDOW": "GLOBAL_WINDOW(TABLE t [PARTITION BY k] [, DESCRIPTOR(ts)])",
-    }[function]
+    return BY_SQL_NAME[function].sql_usage
 
 
 def _expect_table(value: exp.Expr, function: str) -> TableArg:
@@ -236,33 +236,69 @@ def _type_of(name: str, columns: dict[str, str]) -> str | None:
 
 def _windower(function: str, params: dict[str, exp.Expr], time: TimeColumn | None, node: WindowTVF,
               time_zone: str = "UTC") -> Windower:
-    def dur(name: str) -> int:
-        return duration_micros(params[name], time, name)
+    return _BUILD[BY_SQL_NAME[function]](_Arguments(params, time, time_zone))
 
-    def offset(period: int) -> int:
-        return offset_micros(params["OFFSET"], time, time_zone) % period if "OFFSET" in params else 0
 
-    if function == "TUMBLE":
-        size = dur("SIZE")
-        return Tumble(size, offset(size))
-    if function == "HOP":
-        size, slide = dur("SIZE"), dur("SLIDE")
-        return Hop(size, slide, offset(slide))
-    if function == "CUMULATE":
-        step, max_size = dur("STEP"), dur("SIZE")
-        if max_size % step:
-            fail("CUMULATE's step must divide its max size", params["STEP"],
-                 f"a step that divides {user_text(params['SIZE'])} evenly")
-        return Cumulate(step, max_size, offset(max_size))
-    if function == "SESSION":
-        return Session(dur("GAP"))
-    if function == "SLIDE":
-        return Slide(dur("SIZE"))
-    if function == "COUNT_WINDOW":
-        size = _row_count(params["SIZE"], "SIZE")
-        slide = _row_count(params["SLIDE"], "SLIDE") if "SLIDE" in params else size
-        return CountWindow(size, slide, timed=_timed(time))
-    return GlobalWindow(timed=_timed(time))
+class _Arguments:
+    """A window function's bound value arguments, read as durations and row counts."""
+
+    def __init__(self, params: dict[str, exp.Expr], time: TimeColumn | None, time_zone: str):
+        self.params, self.time, self.time_zone = params, time, time_zone
+
+    def duration(self, name: str) -> int:
+        return duration_micros(self.params[name], self.time, name)
+
+    def offset(self, period: int) -> int:
+        params = self.params
+        return offset_micros(params["OFFSET"], self.time, self.time_zone) % period if "OFFSET" in params else 0
+
+    def rows(self, name: str) -> int:
+        return _row_count(self.params[name], name)
+
+
+def _tumble(args: _Arguments) -> Tumble:
+    size = args.duration("SIZE")
+    return Tumble(size, args.offset(size))
+
+
+def _hop(args: _Arguments) -> Hop:
+    size, slide = args.duration("SIZE"), args.duration("SLIDE")
+    return Hop(size, slide, args.offset(slide))
+
+
+def _cumulate(args: _Arguments) -> Cumulate:
+    step, max_size = args.duration("STEP"), args.duration("SIZE")
+    try:
+        Cumulate(step, max_size).check()
+    except WindowerError:
+        fail("CUMULATE's step must divide its max size", args.params["STEP"],
+             f"a step that divides {user_text(args.params['SIZE'])} evenly")
+    return Cumulate(step, max_size, args.offset(max_size))
+
+
+def _session(args: _Arguments) -> Session:
+    return Session(args.duration("GAP"))
+
+
+def _slide(args: _Arguments) -> Slide:
+    return Slide(args.duration("SIZE"))
+
+
+def _count_window(args: _Arguments) -> CountWindow:
+    size = args.rows("SIZE")
+    slide = args.rows("SLIDE") if "SLIDE" in args.params else size
+    return CountWindow(size, slide, timed=_timed(args.time))
+
+
+def _global_window(args: _Arguments) -> GlobalWindow:
+    return GlobalWindow(timed=_timed(args.time))
+
+
+# Each kind's windower from its arguments, keyed by the IR's class (the plan's one table of kinds).
+_BUILD: dict[type, t.Callable[[_Arguments], Windower]] = {
+    Tumble: _tumble, Hop: _hop, Cumulate: _cumulate, Session: _session, Slide: _slide,
+    CountWindow: _count_window, GlobalWindow: _global_window,
+}
 
 
 def _timed(time: TimeColumn | None) -> bool:
