@@ -23,6 +23,26 @@ class WindowerError(ValueError):
         self.message, self.param = message, param
 
 
+class WindowArguments(t.Protocol):
+    """A window function's value arguments as one layer reads them (the plan from the SQL text, the
+    registered Spark functions from Spark's), by lower-case parameter name; each reader checks and
+    words its own errors."""
+
+    timed: bool  # the rows carry a time of their own (a named time column)
+
+    def duration(self, name: str) -> int:  # a positive duration in microseconds
+        ...
+
+    def offset(self, period: int) -> int:  # OFFSET modulo `period`, in microseconds (0 without one)
+        ...
+
+    def rows(self, name: str) -> int:  # a positive number of rows
+        ...
+
+    def __contains__(self, name: str) -> bool:  # whether the call gives `name`
+        ...
+
+
 class WindowKind:
     """The facts of one kind of window, as class attributes: everything outside a windower's class
     reads them (or dispatches through a table keyed by the class) rather than naming the kind."""
@@ -47,6 +67,7 @@ class WindowKind:
     # window closes only at the end of the input.
     closes: t.ClassVar[bool] = True
     durations: t.ClassVar[tuple[str, ...]] = ()  # the fields that are durations (microseconds)
+    argument_fields: t.ClassVar[tuple[str, ...]] = ()  # the fields the SQL arguments set, in their order
 
     def check(self) -> None:
         """Raise WindowerError unless the parameters make windows."""
@@ -55,6 +76,11 @@ class WindowKind:
             if not isinstance(value, int) or value <= 0:
                 # VS-17 / BX-10: a session needs a positive gap, every size must be positive.
                 raise WindowerError(f"{type(self).__name__} {attr} must be a positive integer, got {value!r}", attr)
+
+    @classmethod
+    def from_arguments(cls, args: WindowArguments) -> t.Any:
+        """The windower a call's arguments describe (raises WindowerError where check() would)."""
+        raise NotImplementedError
 
     def describe(self, interval: t.Callable[[int], str]) -> str:
         """The windows in words, for explain and the timeline; `interval` writes a duration."""
@@ -81,12 +107,18 @@ class Tumble(WindowKind):
     sql_usage: t.ClassVar[str] = "TUMBLE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), size [, offset])"
     positive: t.ClassVar[tuple[str, ...]] = ("size",)
     durations: t.ClassVar[tuple[str, ...]] = ("size", "offset")
+    argument_fields: t.ClassVar[tuple[str, ...]] = ("size", "offset")
     data_dependent: t.ClassVar[bool] = False
     aligned: t.ClassVar[bool] = True
 
     @property
     def slide(self) -> int:
         return self.size
+
+    @classmethod
+    def from_arguments(cls, args: WindowArguments) -> Tumble:
+        size = args.duration("size")
+        return cls(size, args.offset(size))
 
     def describe(self, interval: t.Callable[[int], str]) -> str:
         return f"TUMBLE size {interval(self.size)}{_offset_text(self.offset, interval)}"
@@ -106,8 +138,14 @@ class Hop(WindowKind):
     sql_usage: t.ClassVar[str] = "HOP(TABLE t [PARTITION BY k], DESCRIPTOR(ts), slide, size [, offset])"
     positive: t.ClassVar[tuple[str, ...]] = ("size", "slide")
     durations: t.ClassVar[tuple[str, ...]] = ("size", "slide", "offset")
+    argument_fields: t.ClassVar[tuple[str, ...]] = ("slide", "size", "offset")
     data_dependent: t.ClassVar[bool] = False
     aligned: t.ClassVar[bool] = True
+
+    @classmethod
+    def from_arguments(cls, args: WindowArguments) -> Hop:
+        size, slide = args.duration("size"), args.duration("slide")
+        return cls(size, slide, args.offset(slide))
 
     def describe(self, interval: t.Callable[[int], str]) -> str:
         return f"HOP slide {interval(self.slide)}, size {interval(self.size)}{_offset_text(self.offset, interval)}"
@@ -127,6 +165,7 @@ class Cumulate(WindowKind):
     sql_usage: t.ClassVar[str] = "CUMULATE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), step, max_size [, offset])"
     positive: t.ClassVar[tuple[str, ...]] = ("step", "max_size")
     durations: t.ClassVar[tuple[str, ...]] = ("step", "max_size", "offset")
+    argument_fields: t.ClassVar[tuple[str, ...]] = durations
     data_dependent: t.ClassVar[bool] = False
     aligned: t.ClassVar[bool] = True
 
@@ -134,6 +173,12 @@ class Cumulate(WindowKind):
         super().check()
         if self.max_size % self.step:
             raise WindowerError("Cumulate step must divide its max_size", "step")
+
+    @classmethod
+    def from_arguments(cls, args: WindowArguments) -> Cumulate:
+        step, max_size = args.duration("step"), args.duration("size")
+        cls(step, max_size).check()  # before the offset is read
+        return cls(step, max_size, args.offset(max_size))
 
     def describe(self, interval: t.Callable[[int], str]) -> str:
         return (f"CUMULATE step {interval(self.step)}, max size {interval(self.max_size)}"
@@ -151,7 +196,12 @@ class Session(WindowKind):
     sql_usage: t.ClassVar[str] = "SESSION(TABLE t PARTITION BY k, DESCRIPTOR(ts), gap)"
     positive: t.ClassVar[tuple[str, ...]] = ("gap",)
     durations: t.ClassVar[tuple[str, ...]] = ("gap",)
+    argument_fields: t.ClassVar[tuple[str, ...]] = durations
     data_dependent: t.ClassVar[bool] = True
+
+    @classmethod
+    def from_arguments(cls, args: WindowArguments) -> Session:
+        return cls(args.duration("gap"))
 
     def describe(self, interval: t.Callable[[int], str]) -> str:
         return f"SESSION gap {interval(self.gap)}"
@@ -168,8 +218,13 @@ class Slide(WindowKind):
     sql_usage: t.ClassVar[str] = "SLIDE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), size)"
     positive: t.ClassVar[tuple[str, ...]] = ("size",)
     durations: t.ClassVar[tuple[str, ...]] = ("size",)
+    argument_fields: t.ClassVar[tuple[str, ...]] = durations
     data_dependent: t.ClassVar[bool] = True
     inclusive_end: t.ClassVar[bool] = True
+
+    @classmethod
+    def from_arguments(cls, args: WindowArguments) -> Slide:
+        return cls(args.duration("size"))
 
     def describe(self, interval: t.Callable[[int], str]) -> str:
         return f"SLIDE size {interval(self.size)} (one window per row time, both ends inclusive)"
@@ -196,8 +251,14 @@ class CountWindow(WindowKind):
     ordered: t.ClassVar[bool] = True
     time_optional: t.ClassVar[bool] = True
     positive: t.ClassVar[tuple[str, ...]] = ("size", "slide")
+    argument_fields: t.ClassVar[tuple[str, ...]] = ("size", "slide")
     data_dependent: t.ClassVar[bool] = True
     inclusive_end: t.ClassVar[bool] = True
+
+    @classmethod
+    def from_arguments(cls, args: WindowArguments) -> CountWindow:
+        size = args.rows("size")
+        return cls(size, args.rows("slide") if "slide" in args else size, timed=args.timed)
 
     def describe(self, interval: t.Callable[[int], str]) -> str:
         slide = f", slide {_rows_text(self.slide)}" if self.slide != self.size else ""
@@ -217,6 +278,10 @@ class GlobalWindow(WindowKind):
     data_dependent: t.ClassVar[bool] = False
     inclusive_end: t.ClassVar[bool] = True
     closes: t.ClassVar[bool] = False
+
+    @classmethod
+    def from_arguments(cls, args: WindowArguments) -> GlobalWindow:
+        return cls(timed=args.timed)
 
     def describe(self, interval: t.Callable[[int], str]) -> str:
         return "GLOBAL_WINDOW (one window per key)"

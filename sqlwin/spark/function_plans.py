@@ -49,7 +49,7 @@ from pyspark.sql.types import (
 
 from sqlwin.errors import Position
 from sqlwin.ir import WatermarkSpec
-from sqlwin.spark.function_calls import INTEGRAL, KEYED, WindowFunctionError, analyze_call
+from sqlwin.spark.function_calls import INTEGRAL, KEYED, KINDS, WindowFunctionError, analyze_call
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ class WindowFunctionBuilder:
                 "finished table")
         if keyed and not partition and not table.withSinglePartition():
             raise Declined  # the UDTF refuses a split input, and runs one that is not
-        if self.name == "count_window" and not order:
+        if KINDS[self.name].ordered and not order:
             raise Declined  # counted in arrival order, which only the UDTF sees
         kind = call.time_kind
         time = None if call.time_column is None else TimeColumn(

@@ -16,21 +16,7 @@ import typing as t
 from sqlglot import exp
 
 from sqlwin.errors import SqlwinError
-from sqlwin.ir import (
-    BY_SQL_NAME,
-    UNBOUNDED,
-    WINDOWERS,
-    CountWindow,
-    Cumulate,
-    GlobalWindow,
-    Hop,
-    Session,
-    Slide,
-    Tumble,
-    WatermarkSpec,
-    Windower,
-    WindowerError,
-)
+from sqlwin.ir import BY_SQL_NAME, UNBOUNDED, WINDOWERS, WatermarkSpec, Windower, WindowerError
 from sqlwin.sql.ast_nodes import Descriptor, TableArg, WindowOptions, WindowTVF
 from sqlwin.sql.durations import duration_micros, offset_micros
 from sqlwin.sql.places import did_you_mean, fail, node_position, user_text
@@ -236,69 +222,33 @@ def _type_of(name: str, columns: dict[str, str]) -> str | None:
 
 def _windower(function: str, params: dict[str, exp.Expr], time: TimeColumn | None, node: WindowTVF,
               time_zone: str = "UTC") -> Windower:
-    return _BUILD[BY_SQL_NAME[function]](_Arguments(params, time, time_zone))
+    try:
+        return BY_SQL_NAME[function].from_arguments(_Arguments(params, time, time_zone))
+    except WindowerError:
+        pass  # the one rule durations do not check: CUMULATE's step divides its max size
+    fail("CUMULATE's step must divide its max size", params["STEP"],
+         f"a step that divides {user_text(params['SIZE'])} evenly")
 
 
 class _Arguments:
-    """A window function's bound value arguments, read as durations and row counts."""
+    """A window function's bound value arguments as the IR's `from_arguments` reads them."""
 
     def __init__(self, params: dict[str, exp.Expr], time: TimeColumn | None, time_zone: str):
         self.params, self.time, self.time_zone = params, time, time_zone
+        self.timed = _timed(time)
 
     def duration(self, name: str) -> int:
-        return duration_micros(self.params[name], self.time, name)
+        return duration_micros(self.params[name.upper()], self.time, name.upper())
 
     def offset(self, period: int) -> int:
         params = self.params
         return offset_micros(params["OFFSET"], self.time, self.time_zone) % period if "OFFSET" in params else 0
 
     def rows(self, name: str) -> int:
-        return _row_count(self.params[name], name)
+        return _row_count(self.params[name.upper()], name.upper())
 
-
-def _tumble(args: _Arguments) -> Tumble:
-    size = args.duration("SIZE")
-    return Tumble(size, args.offset(size))
-
-
-def _hop(args: _Arguments) -> Hop:
-    size, slide = args.duration("SIZE"), args.duration("SLIDE")
-    return Hop(size, slide, args.offset(slide))
-
-
-def _cumulate(args: _Arguments) -> Cumulate:
-    step, max_size = args.duration("STEP"), args.duration("SIZE")
-    try:
-        Cumulate(step, max_size).check()
-    except WindowerError:
-        fail("CUMULATE's step must divide its max size", args.params["STEP"],
-             f"a step that divides {user_text(args.params['SIZE'])} evenly")
-    return Cumulate(step, max_size, args.offset(max_size))
-
-
-def _session(args: _Arguments) -> Session:
-    return Session(args.duration("GAP"))
-
-
-def _slide(args: _Arguments) -> Slide:
-    return Slide(args.duration("SIZE"))
-
-
-def _count_window(args: _Arguments) -> CountWindow:
-    size = args.rows("SIZE")
-    slide = args.rows("SLIDE") if "SLIDE" in args.params else size
-    return CountWindow(size, slide, timed=_timed(args.time))
-
-
-def _global_window(args: _Arguments) -> GlobalWindow:
-    return GlobalWindow(timed=_timed(args.time))
-
-
-# Each kind's windower from its arguments, keyed by the IR's class (the plan's one table of kinds).
-_BUILD: dict[type, t.Callable[[_Arguments], Windower]] = {
-    Tumble: _tumble, Hop: _hop, Cumulate: _cumulate, Session: _session, Slide: _slide,
-    CountWindow: _count_window, GlobalWindow: _global_window,
-}
+    def __contains__(self, name: str) -> bool:
+        return name.upper() in self.params
 
 
 def _timed(time: TimeColumn | None) -> bool:
