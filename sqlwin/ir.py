@@ -292,17 +292,25 @@ WINDOWERS: tuple[type[WindowKind], ...] = (Tumble, Hop, Cumulate, Session, Slide
 BY_SQL_NAME: dict[str, type[WindowKind]] = {kind.sql_name: kind for kind in WINDOWERS}
 
 
+# The options' values, written once: the plan accepts them, the runtime checks them (t.get_args).
+WatermarkStrategy = t.Literal["max_event_time", "min_event_time", "bytewax", "ingestion_time", "upstream"]
+WatermarkScope = t.Literal["key", "stream"]  # one clock per key, or one for the stream
+IdleClock = t.Literal["processing_time", "event_time"]
+LatenessRule = t.Literal["window_closed", "before_watermark"]
+Accumulation = t.Literal["ACCUMULATING", "DISCARDING", "RETRACTING"]
+
+
 @dataclass(frozen=True)
 class WatermarkSpec:
     """How event time advances and when a row is late. See docs/semantics.md."""
 
     column: str | None = None
     delay: int = 0  # micros; None-like infinity is represented by UNBOUNDED
-    strategy: str = "max_event_time"  # | 'min_event_time' | 'bytewax'
-    scope: str = "key"  # | 'stream'
+    strategy: WatermarkStrategy = "max_event_time"
+    scope: WatermarkScope = "key"
     idle_timeout: int | None = None
-    idle_clock: str = "processing_time"  # | 'event_time'
-    lateness_rule: str = "window_closed"  # | 'before_watermark'
+    idle_clock: IdleClock = "processing_time"
+    lateness_rule: LatenessRule = "window_closed"
     # Inputs merged into this watermark (a windowed join's sides): each side has its own clock and
     # the watermark is the earliest of theirs (Apex's WindowedMergeOperator, AP-12). With more than
     # one side, a row's first value is its side's index.
@@ -323,7 +331,7 @@ class EmitSpec:
     allowed_lateness: int = 0
     late_interval: int | None = None
     late_rows: int | None = None
-    accumulation: str = "ACCUMULATING"  # | 'DISCARDING' | 'RETRACTING'
+    accumulation: Accumulation = "ACCUMULATING"
     only_updated: bool = False
 
     @property

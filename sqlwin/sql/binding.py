@@ -16,7 +16,18 @@ import typing as t
 from sqlglot import exp
 
 from sqlwin.errors import SqlwinError
-from sqlwin.ir import BY_SQL_NAME, UNBOUNDED, WINDOWERS, WatermarkSpec, Windower, WindowerError
+from sqlwin.ir import (
+    BY_SQL_NAME,
+    UNBOUNDED,
+    WINDOWERS,
+    IdleClock,
+    LatenessRule,
+    WatermarkScope,
+    WatermarkSpec,
+    WatermarkStrategy,
+    Windower,
+    WindowerError,
+)
 from sqlwin.sql.ast_nodes import Descriptor, TableArg, WindowOptions, WindowTVF
 from sqlwin.sql.durations import duration_micros, offset_micros
 from sqlwin.sql.places import did_you_mean, fail, node_position, user_text
@@ -30,11 +41,11 @@ FRACTIONAL_MS_TYPES = ("double", "float")  # and decimal(p,s): epoch ms rounded 
 SchemaLookup = t.Callable[[str], "dict[str, str] | None"]
 
 OPTION_VALUES: dict[str, tuple[str, ...] | None] = {
-    "watermark_strategy": ("max_event_time", "min_event_time", "bytewax", "ingestion_time", "upstream"),
-    "watermark_scope": ("key", "stream"),
+    "watermark_strategy": t.get_args(WatermarkStrategy),
+    "watermark_scope": t.get_args(WatermarkScope),
     "idle_timeout": None,  # an interval
-    "idle_clock": ("processing_time", "event_time"),
-    "lateness_rule": ("window_closed", "before_watermark"),
+    "idle_clock": t.get_args(IdleClock),
+    "lateness_rule": t.get_args(LatenessRule),
     "arrival_order": None,  # a column: replay
     "arrival_batch": None,  # a column: replay micro-batch boundaries
     "arrival_time": None,  # a column: replay processing time
