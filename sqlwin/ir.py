@@ -3,6 +3,12 @@
 The SQL layer (`sqlwin.sql.plan`) builds them from a query; the runtime (`sqlwin.runtime`) and the
 Spark workers read them, so a Python worker never loads the parser. All durations are integer
 microseconds, the resolution of Spark's TIMESTAMP.
+
+Each windower class is the one home of its kind (`WindowKind`): its SQL name, arguments and usage,
+its parameter checks (`check`, `from_arguments`), its formula (the docstring), its boundary rule
+(`inclusive_end`) and its words for explain and the timeline (`describe`). Other modules read
+these facts, or dispatch through one table per layer keyed by the class (as sqlglot's generator
+does), rather than asking isinstance. The options are Literal types, their values written once.
 """
 
 from __future__ import annotations
@@ -66,6 +72,7 @@ class WindowKind:
     # Whether its windows close before the input ends (by time, or when full); GLOBAL_WINDOW's one
     # window closes only at the end of the input.
     closes: t.ClassVar[bool] = True
+    trailing_gap: t.ClassVar[bool] = False  # its end lies a gap past its last row (drawn shaded)
     durations: t.ClassVar[tuple[str, ...]] = ()  # the fields that are durations (microseconds)
     argument_fields: t.ClassVar[tuple[str, ...]] = ()  # the fields the SQL arguments set, in their order
 
@@ -195,6 +202,7 @@ class Session(WindowKind):
     sql_required: t.ClassVar[int] = 1
     sql_usage: t.ClassVar[str] = "SESSION(TABLE t PARTITION BY k, DESCRIPTOR(ts), gap)"
     positive: t.ClassVar[tuple[str, ...]] = ("gap",)
+    trailing_gap: t.ClassVar[bool] = True
     durations: t.ClassVar[tuple[str, ...]] = ("gap",)
     argument_fields: t.ClassVar[tuple[str, ...]] = durations
     data_dependent: t.ClassVar[bool] = True
