@@ -108,15 +108,15 @@ class Tumble(WindowKind):
 
     size: int
     offset: int = 0
-    sql_name: t.ClassVar[str] = "TUMBLE"
-    sql_parameters: t.ClassVar[tuple[str, ...]] = ("SIZE", "OFFSET")
-    sql_required: t.ClassVar[int] = 1
-    sql_usage: t.ClassVar[str] = "TUMBLE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), size [, offset])"
-    positive: t.ClassVar[tuple[str, ...]] = ("size",)
-    durations: t.ClassVar[tuple[str, ...]] = ("size", "offset")
-    argument_fields: t.ClassVar[tuple[str, ...]] = ("size", "offset")
-    data_dependent: t.ClassVar[bool] = False
-    aligned: t.ClassVar[bool] = True
+    sql_name = "TUMBLE"
+    sql_parameters = ("SIZE", "OFFSET")
+    sql_required = 1
+    sql_usage = "TUMBLE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), size [, offset])"
+    positive = ("size",)
+    durations = ("size", "offset")
+    argument_fields = ("size", "offset")
+    data_dependent = False
+    aligned = True
 
     @property
     def slide(self) -> int:
@@ -139,15 +139,15 @@ class Hop(WindowKind):
     size: int
     slide: int
     offset: int = 0
-    sql_name: t.ClassVar[str] = "HOP"
-    sql_parameters: t.ClassVar[tuple[str, ...]] = ("SLIDE", "SIZE", "OFFSET")
-    sql_required: t.ClassVar[int] = 2
-    sql_usage: t.ClassVar[str] = "HOP(TABLE t [PARTITION BY k], DESCRIPTOR(ts), slide, size [, offset])"
-    positive: t.ClassVar[tuple[str, ...]] = ("size", "slide")
-    durations: t.ClassVar[tuple[str, ...]] = ("size", "slide", "offset")
-    argument_fields: t.ClassVar[tuple[str, ...]] = ("slide", "size", "offset")
-    data_dependent: t.ClassVar[bool] = False
-    aligned: t.ClassVar[bool] = True
+    sql_name = "HOP"
+    sql_parameters = ("SLIDE", "SIZE", "OFFSET")
+    sql_required = 2
+    sql_usage = "HOP(TABLE t [PARTITION BY k], DESCRIPTOR(ts), slide, size [, offset])"
+    positive = ("size", "slide")
+    durations = ("size", "slide", "offset")
+    argument_fields = ("slide", "size", "offset")
+    data_dependent = False
+    aligned = True
 
     @classmethod
     def from_arguments(cls, args: WindowArguments) -> Hop:
@@ -166,15 +166,15 @@ class Cumulate(WindowKind):
     step: int
     max_size: int
     offset: int = 0
-    sql_name: t.ClassVar[str] = "CUMULATE"
-    sql_parameters: t.ClassVar[tuple[str, ...]] = ("STEP", "SIZE", "OFFSET")
-    sql_required: t.ClassVar[int] = 2
-    sql_usage: t.ClassVar[str] = "CUMULATE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), step, max_size [, offset])"
-    positive: t.ClassVar[tuple[str, ...]] = ("step", "max_size")
-    durations: t.ClassVar[tuple[str, ...]] = ("step", "max_size", "offset")
-    argument_fields: t.ClassVar[tuple[str, ...]] = durations
-    data_dependent: t.ClassVar[bool] = False
-    aligned: t.ClassVar[bool] = True
+    sql_name = "CUMULATE"
+    sql_parameters = ("STEP", "SIZE", "OFFSET")
+    sql_required = 2
+    sql_usage = "CUMULATE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), step, max_size [, offset])"
+    positive = ("step", "max_size")
+    durations = ("step", "max_size", "offset")
+    argument_fields = durations
+    data_dependent = False
+    aligned = True
 
     def check(self) -> None:
         super().check()
@@ -197,15 +197,15 @@ class Session(WindowKind):
     """Rows less than `gap` apart share a session; a session is [first row, last row + gap)."""
 
     gap: int
-    sql_name: t.ClassVar[str] = "SESSION"
-    sql_parameters: t.ClassVar[tuple[str, ...]] = ("GAP",)
-    sql_required: t.ClassVar[int] = 1
-    sql_usage: t.ClassVar[str] = "SESSION(TABLE t PARTITION BY k, DESCRIPTOR(ts), gap)"
-    positive: t.ClassVar[tuple[str, ...]] = ("gap",)
-    trailing_gap: t.ClassVar[bool] = True
-    durations: t.ClassVar[tuple[str, ...]] = ("gap",)
-    argument_fields: t.ClassVar[tuple[str, ...]] = durations
-    data_dependent: t.ClassVar[bool] = True
+    sql_name = "SESSION"
+    sql_parameters = ("GAP",)
+    sql_required = 1
+    sql_usage = "SESSION(TABLE t PARTITION BY k, DESCRIPTOR(ts), gap)"
+    positive = ("gap",)
+    trailing_gap = True
+    durations = ("gap",)
+    argument_fields = durations
+    data_dependent = True
 
     @classmethod
     def from_arguments(cls, args: WindowArguments) -> Session:
@@ -220,15 +220,15 @@ class Slide(WindowKind):
     """One window per distinct row time: [ts - size, ts], both ends inclusive (Quix sliding windows)."""
 
     size: int
-    sql_name: t.ClassVar[str] = "SLIDE"
-    sql_parameters: t.ClassVar[tuple[str, ...]] = ("SIZE",)
-    sql_required: t.ClassVar[int] = 1
-    sql_usage: t.ClassVar[str] = "SLIDE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), size)"
-    positive: t.ClassVar[tuple[str, ...]] = ("size",)
-    durations: t.ClassVar[tuple[str, ...]] = ("size",)
-    argument_fields: t.ClassVar[tuple[str, ...]] = durations
-    data_dependent: t.ClassVar[bool] = True
-    inclusive_end: t.ClassVar[bool] = True
+    sql_name = "SLIDE"
+    sql_parameters = ("SIZE",)
+    sql_required = 1
+    sql_usage = "SLIDE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), size)"
+    positive = ("size",)
+    durations = ("size",)
+    argument_fields = durations
+    data_dependent = True
+    inclusive_end = True
 
     @classmethod
     def from_arguments(cls, args: WindowArguments) -> Slide:
@@ -251,17 +251,17 @@ class CountWindow(WindowKind):
     size: int
     slide: int
     timed: bool = False
-    sql_name: t.ClassVar[str] = "COUNT_WINDOW"
-    sql_parameters: t.ClassVar[tuple[str, ...]] = ("SIZE", "SLIDE")
-    sql_required: t.ClassVar[int] = 1
-    sql_usage: t.ClassVar[str] = (
+    sql_name = "COUNT_WINDOW"
+    sql_parameters = ("SIZE", "SLIDE")
+    sql_required = 1
+    sql_usage = (
         "COUNT_WINDOW(TABLE t [PARTITION BY k] ORDER BY col, [DESCRIPTOR(ts),] size [, slide])")
-    ordered: t.ClassVar[bool] = True
-    time_optional: t.ClassVar[bool] = True
-    positive: t.ClassVar[tuple[str, ...]] = ("size", "slide")
-    argument_fields: t.ClassVar[tuple[str, ...]] = ("size", "slide")
-    data_dependent: t.ClassVar[bool] = True
-    inclusive_end: t.ClassVar[bool] = True
+    ordered = True
+    time_optional = True
+    positive = ("size", "slide")
+    argument_fields = ("size", "slide")
+    data_dependent = True
+    inclusive_end = True
 
     @classmethod
     def from_arguments(cls, args: WindowArguments) -> CountWindow:
@@ -278,14 +278,14 @@ class GlobalWindow(WindowKind):
     """One window holding every row of a key: no bounds, so no row is outside it. `timed`: as CountWindow's."""
 
     timed: bool = False
-    sql_name: t.ClassVar[str] = "GLOBAL_WINDOW"
-    sql_parameters: t.ClassVar[tuple[str, ...]] = ()
-    sql_required: t.ClassVar[int] = 0
-    sql_usage: t.ClassVar[str] = "GLOBAL_WINDOW(TABLE t [PARTITION BY k] [, DESCRIPTOR(ts)])"
-    time_optional: t.ClassVar[bool] = True
-    data_dependent: t.ClassVar[bool] = False
-    inclusive_end: t.ClassVar[bool] = True
-    closes: t.ClassVar[bool] = False
+    sql_name = "GLOBAL_WINDOW"
+    sql_parameters = ()
+    sql_required = 0
+    sql_usage = "GLOBAL_WINDOW(TABLE t [PARTITION BY k] [, DESCRIPTOR(ts)])"
+    time_optional = True
+    data_dependent = False
+    inclusive_end = True
+    closes = False
 
     @classmethod
     def from_arguments(cls, args: WindowArguments) -> GlobalWindow:
