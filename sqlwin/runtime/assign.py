@@ -39,13 +39,13 @@ def kind_of(windower: object) -> str:
 
 def fixed_windows(windower: Tumble | Hop | Cumulate, time: int) -> list[tuple[int, int]]:
     """The [start, end) windows containing `time`, in start order (then end order)."""
-    return _WINDOWS[type(windower)](windower, time)
+    return _FORMULAS[type(windower)][0](windower, time)
 
 
 def fixed_spans(windower: Tumble | Hop | Cumulate, times: np.ndarray):
     """`fixed_windows` over an int64 array of times, in NumPy: (row, start, end) arrays of every
     window each time falls in, ordered by row, then start, then end."""
-    return _SPANS[type(windower)](windower, times)
+    return _FORMULAS[type(windower)][1](windower, times)
 
 
 def _tumble_spans(w: Tumble, times: np.ndarray):
@@ -139,6 +139,5 @@ def count_spans(rows: int, size: int, slide: int):
     return first + np.tile(np.arange(size, dtype=np.int64), windows), index, first, first + size - 1
 
 
-# The per-kind formulas of the fixed windows, keyed by the IR's class.
-_WINDOWS = {Tumble: _tumble, Hop: _hop, Cumulate: _cumulate}
-_SPANS = {Tumble: _tumble_spans, Hop: _hop_spans, Cumulate: _cumulate_spans}
+# The per-kind formulas of the fixed windows, keyed by the IR's class: (one time, an array of times).
+_FORMULAS = {Tumble: (_tumble, _tumble_spans), Hop: (_hop, _hop_spans), Cumulate: (_cumulate, _cumulate_spans)}
