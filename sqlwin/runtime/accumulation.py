@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import typing as t
 
-from sqlwin.ir import EmitSpec
+from sqlwin.ir import Accumulation, EmitSpec
 from sqlwin.runtime.aggregates import Aggregate
 from sqlwin.runtime.model import CHANGES, DELETE, EARLY, INSERT, LATE, UPDATE_AFTER, UPDATE_BEFORE
 
-MODES = ("ACCUMULATING", "DISCARDING", "RETRACTING")
+MODES = t.get_args(Accumulation)
 
 
 def _none() -> None:

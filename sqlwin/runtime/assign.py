@@ -9,66 +9,63 @@ from __future__ import annotations
 
 import numpy as np
 
-from sqlwin.ir import Cumulate, CountWindow, GlobalWindow, Hop, Session, Slide, Tumble
+from sqlwin.ir import Cumulate, CountWindow, GlobalWindow, Hop, Session, Slide, Tumble, WindowerError
 from sqlwin.runtime.model import RuntimeConfigError
 
 FIXED, SESSION, SLIDE, COUNT, GLOBAL = "fixed", "session", "slide", "count", "global"
 
 
+FAMILIES = {Tumble: FIXED, Hop: FIXED, Cumulate: FIXED, Session: SESSION, Slide: SLIDE, CountWindow: COUNT,
+            GlobalWindow: GLOBAL}
+
+
+def family_of(windower: object) -> str | None:
+    """The runtime's family of a windower (None: not one), unchecked."""
+    return FAMILIES.get(type(windower))
+
+
 def kind_of(windower: object) -> str:
     """The runtime's family of a windower, after checking its parameters."""
-    checks = {
-        Tumble: (FIXED, ("size",)),
-        Hop: (FIXED, ("size", "slide")),
-        Cumulate: (FIXED, ("step", "max_size")),
-        Session: (SESSION, ("gap",)),
-        Slide: (SLIDE, ("size",)),
-        CountWindow: (COUNT, ("size", "slide")),
-        GlobalWindow: (GLOBAL, ()),
-    }
-    entry = checks.get(type(windower))
-    if entry is None:
+    kind = family_of(windower)
+    if kind is None:
         raise RuntimeConfigError(f"Unknown windower {windower!r}",
                                  hint="Tumble, Hop, Cumulate, Session, Slide, CountWindow, GlobalWindow")
-    kind, positive = entry
-    name = type(windower).__name__
-    for attr in positive:
-        value = getattr(windower, attr)
-        if not isinstance(value, int) or value <= 0:
-            # VS-17 / BX-10: a session needs a positive gap, every size must be positive.
-            raise RuntimeConfigError(f"{name} {attr} must be a positive integer, got {value!r}")
-    if isinstance(windower, Cumulate) and windower.max_size % windower.step:
-        raise RuntimeConfigError("Cumulate step must divide its max_size")
+    try:
+        windower.check()
+    except WindowerError as err:
+        raise RuntimeConfigError(err.message) from None
     return kind
 
 
 def fixed_windows(windower: Tumble | Hop | Cumulate, time: int) -> list[tuple[int, int]]:
     """The [start, end) windows containing `time`, in start order (then end order)."""
-    if isinstance(windower, Tumble):
-        start = _align(time, windower.size, windower.offset)
-        return [(start, start + windower.size)]
-    if isinstance(windower, Hop):
-        return _hop(windower, time)
-    return _cumulate(windower, time)
+    return _FORMULAS[type(windower)][0](windower, time)
 
 
 def fixed_spans(windower: Tumble | Hop | Cumulate, times: np.ndarray):
     """`fixed_windows` over an int64 array of times, in NumPy: (row, start, end) arrays of every
     window each time falls in, ordered by row, then start, then end."""
-    w = windower
+    return _FORMULAS[type(windower)][1](windower, times)
+
+
+def _tumble_spans(w: Tumble, times: np.ndarray):
+    starts = (times - w.offset) // w.size * w.size + w.offset
+    return np.arange(len(times), dtype=np.int64), starts, starts + w.size
+
+
+def _hop_spans(w: Hop, times: np.ndarray):
     n = len(times)
-    if isinstance(w, Tumble):
-        starts = (times - w.offset) // w.size * w.size + w.offset
-        return np.arange(n, dtype=np.int64), starts, starts + w.size
-    if isinstance(w, Hop):
-        last = (times - w.offset) // w.slide * w.slide + w.offset
-        k = -(-w.size // w.slide)  # at most this many windows hold one time
-        back = np.arange(k - 1, -1, -1, dtype=np.int64) * w.slide  # earliest start first
-        starts = last[:, None] - back[None, :]
-        keep = starts + w.size > times[:, None]
-        rows = np.broadcast_to(np.arange(n, dtype=np.int64)[:, None], starts.shape)
-        return rows[keep], starts[keep], starts[keep] + w.size
-    assert isinstance(w, Cumulate)
+    last = (times - w.offset) // w.slide * w.slide + w.offset
+    k = -(-w.size // w.slide)  # at most this many windows hold one time
+    back = np.arange(k - 1, -1, -1, dtype=np.int64) * w.slide  # earliest start first
+    starts = last[:, None] - back[None, :]
+    keep = starts + w.size > times[:, None]
+    rows = np.broadcast_to(np.arange(n, dtype=np.int64)[:, None], starts.shape)
+    return rows[keep], starts[keep], starts[keep] + w.size
+
+
+def _cumulate_spans(w: Cumulate, times: np.ndarray):
+    n = len(times)
     period = (times - w.offset) // w.max_size * w.max_size + w.offset
     steps = np.arange(1, w.max_size // w.step + 1, dtype=np.int64)
     first = (times - period) // w.step + 1
@@ -77,6 +74,11 @@ def fixed_spans(windower: Tumble | Hop | Cumulate, times: np.ndarray):
     rows = np.broadcast_to(np.arange(n, dtype=np.int64)[:, None], ends.shape)
     starts = np.broadcast_to(period[:, None], ends.shape)
     return rows[keep], starts[keep], ends[keep]
+
+
+def _tumble(w: Tumble, time: int) -> list[tuple[int, int]]:
+    start = _align(time, w.size, w.offset)
+    return [(start, start + w.size)]
 
 
 def _align(time: int, period: int, offset: int) -> int:
@@ -135,3 +137,7 @@ def count_spans(rows: int, size: int, slide: int):
     index = np.repeat(np.arange(windows, dtype=np.int64), size)
     first = index * slide
     return first + np.tile(np.arange(size, dtype=np.int64), windows), index, first, first + size - 1
+
+
+# The per-kind formulas of the fixed windows, keyed by the IR's class: (one time, an array of times).
+_FORMULAS = {Tumble: (_tumble, _tumble_spans), Hop: (_hop, _hop_spans), Cumulate: (_cumulate, _cumulate_spans)}

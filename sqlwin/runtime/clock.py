@@ -8,9 +8,10 @@
 
 from __future__ import annotations
 
+import typing as t
 from dataclasses import dataclass
 
-from sqlwin.ir import WatermarkSpec
+from sqlwin.ir import IdleClock, LatenessRule, WatermarkScope, WatermarkSpec, WatermarkStrategy
 from sqlwin.runtime.model import RuntimeConfigError
 
 
@@ -160,10 +161,10 @@ def check_watermark(spec: WatermarkSpec, processing_time: bool) -> None:
     if not isinstance(spec, WatermarkSpec):
         raise RuntimeConfigError(f"watermark must be a WatermarkSpec, got {spec!r}")
     choices = {
-        "strategy": ("max_event_time", "min_event_time", "bytewax", "ingestion_time", "upstream"),
-        "scope": ("key", "stream"),
-        "idle_clock": ("processing_time", "event_time"),
-        "lateness_rule": ("window_closed", "before_watermark"),
+        "strategy": t.get_args(WatermarkStrategy),
+        "scope": t.get_args(WatermarkScope),
+        "idle_clock": t.get_args(IdleClock),
+        "lateness_rule": t.get_args(LatenessRule),
     }
     for name, allowed in choices.items():
         if getattr(spec, name) not in allowed:

@@ -9,7 +9,7 @@ import typing as t
 
 import numpy as np
 
-from sqlwin.ir import CountWindow
+from sqlwin.runtime.assign import COUNT, family_of
 from sqlwin.runtime.columns import Columns
 from sqlwin.runtime.fixed_final import FixedFinalRuntime, final_only
 from sqlwin.runtime.model import ON_TIME, AggregateSpec, BatchResult, EmissionBlock, nullable
@@ -32,7 +32,7 @@ class CountFinalRuntime(FixedFinalRuntime):
     @classmethod
     def covers(cls, windower, watermark, emit, aggregates: t.Sequence[AggregateSpec], processing_time: bool,
                many_batches: bool = False) -> bool:
-        return final_only(watermark, emit, aggregates, processing_time) and isinstance(windower, CountWindow)
+        return final_only(watermark, emit, aggregates, processing_time) and family_of(windower) == COUNT
 
     def __init__(self, windower, watermark, emit, aggregates, processing_time: bool = False):
         super().__init__(windower, watermark, emit, aggregates, processing_time)

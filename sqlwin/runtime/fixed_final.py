@@ -20,8 +20,7 @@ import typing as t
 import numpy as np
 import pandas as pd
 
-from sqlwin.ir import Cumulate, Hop, Tumble
-from sqlwin.runtime.assign import fixed_spans
+from sqlwin.runtime.assign import FIXED, family_of, fixed_spans
 from sqlwin.runtime.clock import check_watermark
 from sqlwin.runtime.column_aggregates import BY_AGGREGATES, VECTOR_AGGREGATES, accumulate, empty_acc, results
 from sqlwin.runtime.columns import NONE, Columns
@@ -73,7 +72,7 @@ class FixedFinalRuntime(KeyPieces):
     def covers(cls, windower, watermark, emit, aggregates: t.Sequence[AggregateSpec], processing_time: bool,
                many_batches: bool = False) -> bool:
         """Whether this runtime computes the configuration (`many_batches`: a replay's runs)."""
-        return final_only(watermark, emit, aggregates, processing_time) and isinstance(windower, (Tumble, Hop, Cumulate))
+        return final_only(watermark, emit, aggregates, processing_time) and family_of(windower) == FIXED
 
     def __init__(self, windower, watermark, emit, aggregates: t.Sequence[AggregateSpec],
                  processing_time: bool = False):

@@ -10,7 +10,7 @@ import typing as t
 import numpy as np
 import pandas as pd
 
-from sqlwin.ir import Session
+from sqlwin.runtime.assign import SESSION, family_of
 from sqlwin.runtime.column_aggregates import accumulate
 from sqlwin.runtime.columns import NONE, Columns
 from sqlwin.runtime.fixed_final import FixedFinalRuntime, final_only
@@ -39,7 +39,7 @@ class SessionFinalRuntime(FixedFinalRuntime):
                many_batches: bool = False) -> bool:
         """Not a replay's runs (`many_batches`): sessions take those one batch at a time, where the
         general runtime is faster."""
-        return (final_only(watermark, emit, aggregates, processing_time) and isinstance(windower, Session)
+        return (final_only(watermark, emit, aggregates, processing_time) and family_of(windower) == SESSION
                 and not many_batches)
 
     def __init__(self, windower, watermark, emit, aggregates, processing_time: bool = False):

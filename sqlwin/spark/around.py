@@ -17,7 +17,6 @@ from sqlglot import exp
 from sqlwin.errors import SqlwinUnsupportedError
 from sqlwin.sql.around import Around
 from sqlwin.sql.dialect import SqlwinDialect, WindowTVF
-from sqlwin.ir import CountWindow, Cumulate, Hop, Session, Slide, Tumble
 from sqlwin.sql.plan import QueryPlan
 from sqlwin.spark.stateful import RESULT_ORDER, SYSTEM_COLUMNS, runtime_computes  # results carry the first two
 
@@ -103,7 +102,7 @@ def rows_for_aggregates(plan: QueryPlan, planner: t.Callable[[str], QueryPlan]) 
     agg = plan.aggregation
     if (agg is None or agg.grouping_analytics is not None or plan.join is not None or plan.propagation is not None
             or plan.around is not None
-            or not isinstance(agg.relation.windower, (Tumble, Hop, Cumulate, Session, CountWindow, Slide))
+            or not agg.relation.windower.closes
             or runtime_computes(plan)):
         return plan
     ast = plan.ast.copy()

@@ -26,7 +26,7 @@ from sqlwin.spark.complete_rejected import rejected_rows_sql
 from sqlwin.spark.complete_sql import LoweringDialect, RawRelation, relation_alias, strip_modifiers, timestamp_type
 from sqlwin.spark.complete_windows import annotate
 from sqlwin.sql.dialect import WindowTVF
-from sqlwin.sql.plan import WINDOW_COLUMNS, CountWindow, QueryPlan, window_keys
+from sqlwin.sql.plan import WINDOW_COLUMNS, QueryPlan, window_keys
 from sqlwin.sql.text import quote_identifier
 
 # function_plans.py lowers the registered functions through `annotate`, imported from here.
@@ -154,7 +154,7 @@ def _group_count_windows_by_index(plan: QueryPlan, ast: exp.Expr) -> None:
     """Count windows are positional: two of them may span the same times. GROUP BY
     window_start, window_end over COUNT_WINDOW therefore also groups by window_index."""
     agg = plan.aggregation
-    if agg is None or not isinstance(agg.relation.windower, CountWindow):
+    if agg is None or not agg.relation.windower.ordered:
         return
     group = ast.args.get("group")
     names = {e.name.lower() for e in group.expressions if isinstance(e, exp.Column)}

@@ -19,10 +19,8 @@ from sqlwin.spark.complete_windows import (admitted_source, count_bounds, rows_i
 from sqlwin.sql.plan import (
     WINDOW_COLUMNS,
     CountWindow,
-    Hop,
     QueryPlan,
     Session,
-    Tumble,
     WindowAggregation,
     key_text,
     window_keys,
@@ -41,21 +39,19 @@ def grouped_fast_path(plan: QueryPlan) -> Rewrite | None:
     relation = agg.relation
     if not _aggregates_extractable(agg.select) or not _only_grouped_columns(agg):
         return None
-    if isinstance(relation.windower, (Tumble, Hop)) and uses_spark_window(relation):
+    if uses_spark_window(relation):
         return _rewrite_fixed  # fixed windows do not depend on keys: any GROUP BY keys work
     if {key_text(k) for k in window_keys(relation, agg.group_keys)} != {key_text(k) for k in agg.group_keys}:
         # PARTITION BY a column GROUP BY does not name (windows per both, grouped coarser), or a key
         # the windows cannot be formed by: the general path is exact.
         return None
-    if isinstance(relation.windower, Session):
+    rewrite = GROUPED.get(type(relation.windower))
+    if rewrite is _rewrite_session:
         # Spark merges sessions by merging partial aggregates, which a DISTINCT aggregate does not survive
         # (count(DISTINCT v) over merged sessions counts some values twice): the general path is exact.
         if any(agg_node.find(exp.Distinct) for agg_node in agg.select.find_all(exp.AggFunc)):
             return None
-        return _rewrite_session
-    if isinstance(relation.windower, CountWindow):
-        return _rewrite_count
-    return None
+    return rewrite
 
 
 def _aggregates_extractable(select: exp.Select) -> bool:
@@ -222,3 +218,7 @@ def _rewrite_count(ast: exp.Expr, agg: WindowAggregation, strip: t.Callable) -> 
     )
     strip(rewritten)
     return rewritten, "row_number() numbering, windows as grouping keys; only full windows (as Quix and Flink)"
+
+
+# The kinds Spark groups itself after the window keys are checked, keyed by the IR's class.
+GROUPED = {Session: _rewrite_session, CountWindow: _rewrite_count}

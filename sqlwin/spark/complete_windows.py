@@ -43,22 +43,13 @@ def annotate(relation: WindowRelation, group_keys: t.Sequence[str] = (),
     windower = relation.windower
     keys = tuple(relation.partition_by if keys is None else keys)
     src = admitted_source(relation, group_keys)
-    if isinstance(windower, (Tumble, Hop)):
-        return _annotate_fixed(relation, windower, src)
-    if isinstance(windower, Cumulate):
-        return _annotate_cumulate(relation, windower, src)
-    if isinstance(windower, Session):
-        return _annotate_session(relation, windower, src, keys)
-    if isinstance(windower, Slide):
-        return _annotate_slide(relation, windower, src, keys)
-    if isinstance(windower, CountWindow):
-        return _annotate_count(relation, windower, src, keys)
-    if isinstance(windower, GlobalWindow):
-        return _annotate_global(relation, src)
+    lower = ANNOTATE.get(type(windower))
+    if lower is not None:
+        return lower(relation, windower, src, keys)
     raise AssertionError(f"no lowering for {windower}")
 
 
-def _annotate_fixed(relation: WindowRelation, w: Tumble | Hop, src: str) -> tuple[str, str]:
+def _annotate_fixed(relation: WindowRelation, w: Tumble | Hop, src: str, keys: t.Sequence[str]) -> tuple[str, str]:
     slide = w.slide
     time = TimeSql(relation.time)
     if uses_spark_window(relation):
@@ -88,7 +79,7 @@ def _annotate_fixed(relation: WindowRelation, w: Tumble | Hop, src: str) -> tupl
     return sql, f"native arithmetic on the time column{gap_note}"
 
 
-def _annotate_cumulate(relation: WindowRelation, w: Cumulate, src: str) -> tuple[str, str]:
+def _annotate_cumulate(relation: WindowRelation, w: Cumulate, src: str, keys: t.Sequence[str]) -> tuple[str, str]:
     time = TimeSql(relation.time)
     step, max_size, offset = time.duration(w.step), time.duration(w.max_size), time.duration(w.offset)
     base = f"{time.value} - pmod({time.value} - {offset}, {max_size})"
@@ -195,7 +186,7 @@ def count_bounds(relation: WindowRelation) -> str:
     return first.rsplit(" ", 1)[0] if first.upper().endswith((" ASC", " DESC")) else first
 
 
-def _annotate_global(relation: WindowRelation, src: str) -> tuple[str, str]:
+def _annotate_global(relation: WindowRelation, w: GlobalWindow, src: str, keys: t.Sequence[str]) -> tuple[str, str]:
     # The global window has no bounds: NULL start / end / time, typed like the time column.
     kind = "BIGINT" if relation.time is not None and relation.time.kind == "epoch_ms" else timestamp_type(relation)
     bounds = ", ".join(f"CAST(NULL AS {kind}) AS {c}" for c in ("window_start", "window_end", "window_time"))
@@ -237,11 +228,17 @@ def _with_time(relation: WindowRelation) -> str:
 
 
 def uses_spark_window(relation: WindowRelation) -> bool:
+    """Whether Spark's own window() makes the windows: TUMBLE or HOP without gaps over a TIMESTAMP."""
     w = relation.windower
-    return relation.time.kind == "timestamp" and w.slide <= w.size
+    return ANNOTATE.get(type(w)) is _annotate_fixed and relation.time.kind == "timestamp" and w.slide <= w.size
 
 
 def spark_window_call(relation: WindowRelation) -> str:
     w = relation.windower
     return (f"window({quote_identifier(relation.time.name)}, '{interval_text(w.size)}', '{interval_text(w.slide)}', "
             f"'{interval_text(w.offset)}')")
+
+
+# Each kind's lowering, keyed by the IR's class: (relation, windower, source, keys) -> (SQL, what it does).
+ANNOTATE = {Tumble: _annotate_fixed, Hop: _annotate_fixed, Cumulate: _annotate_cumulate, Session: _annotate_session,
+            Slide: _annotate_slide, CountWindow: _annotate_count, GlobalWindow: _annotate_global}

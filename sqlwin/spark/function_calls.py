@@ -29,11 +29,7 @@ from pyspark.sql.types import (
 from pyspark.sql.udtf import AnalyzeResult
 
 from sqlwin.errors import SqlwinValidationError
-from sqlwin.ir import CountWindow, Cumulate, GlobalWindow, Hop, Session, Slide, Tumble
-
-# The columns a window function adds; an input column of one of these names is replaced by the
-# function's own (sqlwin.sql.plan.WINDOW_COLUMNS, which workers cannot import: it loads sqlglot).
-WINDOW_COLUMNS = ("window_start", "window_end", "window_time", "window_index")
+from sqlwin.ir import WINDOW_COLUMNS, WINDOWERS, WindowerError
 
 MAX_MICROS = 2**63 - 1
 MAX_ROWS = 2**31 - 1
@@ -50,18 +46,13 @@ USAGE = {
     "count_window": "count_window(TABLE(t) [PARTITION BY k] ORDER BY (col), 'col', size [, slide])",
     "global_window": "global_window(TABLE(t) [PARTITION BY (k)] [, 'ts'])",
 }
-PARAMETERS = {
-    "tumble": ("timecol", "size", "offset"),
-    "hop": ("timecol", "slide", "size", "offset"),
-    "cumulate": ("timecol", "step", "size", "offset"),
-    "session": ("timecol", "gap"),
-    "slide": ("timecol", "size"),
-    "count_window": ("timecol", "size", "slide"),
-    "global_window": ("timecol",),
-}
-REQUIRED = {"tumble": 2, "hop": 3, "cumulate": 3, "session": 2, "slide": 2, "count_window": 2, "global_window": 0}
+KINDS = {kind.sql_name.lower(): kind for kind in WINDOWERS}  # the registered functions' names: the IR's, lower case
+PARAMETERS = {name: ("timecol", *(p.lower() for p in kind.sql_parameters)) for name, kind in KINDS.items()}
+# How many of PARAMETERS are required: the time column, then the IR's required values (a function
+# with none, global_window, takes its time column optionally).
+REQUIRED = {name: 1 + kind.sql_required if kind.sql_required else 0 for name, kind in KINDS.items()}
 # Functions whose windows depend on a key's other rows: every row of a key must reach one instance.
-KEYED = ("session", "slide", "count_window")
+KEYED = tuple(name for name, kind in KINDS.items() if kind.data_dependent)
 DURATION_HINT = "an INTERVAL of fixed length, e.g. INTERVAL '10' SECONDS or INTERVAL 1 HOUR"
 
 
@@ -101,35 +92,13 @@ def analyze_call(function: str, args: t.Sequence, kwargs: dict) -> WindowCall:
     kind = _time_kind(function, time_field)
     unit = 1_000 if kind in ("epoch_ms", "rounded_ms") else 1
 
-    def duration(name: str) -> int:
-        return _duration(function, name, params[name], kind)
-
-    def offset(period: int) -> int:
-        # as sqlwin.sql.plan: the offset modulo the period, in microseconds, then in the column's unit
-        return _offset(function, params["offset"], kind) % period if "offset" in params else 0
-
-    if function == "tumble":
-        size = duration("size")
-        windower = Tumble(size // unit, offset(size) // unit)
-    elif function == "hop":
-        size, slide = duration("size"), duration("slide")
-        windower = Hop(size // unit, slide // unit, offset(slide) // unit)
-    elif function == "cumulate":
-        step, size = duration("step"), duration("size")
-        if size % step:
-            raise WindowFunctionError(function, f"step {_shown(params['step'])} does not divide size "
-                                                f"{_shown(params['size'])}", "a step that divides the size evenly")
-        windower = Cumulate(step // unit, size // unit, offset(size) // unit)
-    elif function == "session":
-        windower = Session(duration("gap") // unit)
-    elif function == "slide":
-        windower = Slide(duration("size") // unit)
-    elif function == "count_window":
-        size = _row_count(function, "size", params["size"])
-        slide = _row_count(function, "slide", params["slide"]) if "slide" in params else size
-        windower = CountWindow(size, slide)
-    else:
-        windower = GlobalWindow()
+    try:
+        windower = KINDS[function].from_arguments(_CallArguments(function, params, kind))
+    except WindowerError:  # the one rule durations do not check: cumulate's step divides its size
+        raise WindowFunctionError(function, f"step {_shown(params['step'])} does not divide size "
+                                            f"{_shown(params['size'])}", "a step that divides the size evenly") from None
+    # durations in the time column's unit
+    windower = dataclasses.replace(windower, **{name: getattr(windower, name) // unit for name in windower.durations})
 
     keep = tuple(f.name for f in fields if f.name.lower() not in WINDOW_COLUMNS)
     schema = StructType([StructField(f.name, f.dataType, True) for f in fields if f.name in keep]
@@ -137,6 +106,28 @@ def analyze_call(function: str, args: t.Sequence, kwargs: dict) -> WindowCall:
                            for name, data_type in _window_fields(function, time_field, kind)])
     return WindowCall(schema=schema, function=function, windower=windower,
                       time_column=time_field.name if time_field else None, time_kind=kind, keep=keep)
+
+
+class _CallArguments:
+    """A call's bound arguments as the IR's `from_arguments` reads them (durations in microseconds)."""
+
+    timed = False  # set by the native plans (function_plans), which know the time column
+
+    def __init__(self, function: str, params: dict, kind: str):
+        self.function, self.params, self.kind = function, params, kind
+
+    def duration(self, name: str) -> int:
+        return _duration(self.function, name, self.params[name], self.kind)
+
+    def offset(self, period: int) -> int:
+        # as sqlwin.sql.plan: the offset modulo the period, in microseconds
+        return _offset(self.function, self.params["offset"], self.kind) % period if "offset" in self.params else 0
+
+    def rows(self, name: str) -> int:
+        return _row_count(self.function, name, self.params[name])
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.params
 
 
 def _bind(function: str, args: list, kwargs: dict):
@@ -152,7 +143,7 @@ def _bind(function: str, args: list, kwargs: dict):
         raise WindowFunctionError(function, "takes one TABLE argument, got more")
     if function == "cumulate" and "max_size" in kwargs:
         kwargs.setdefault("size", kwargs.pop("max_size"))
-    if function == "count_window" and args and not isinstance(args[0].dataType, StringType):
+    if KINDS[function].ordered and args and not isinstance(args[0].dataType, StringType):
         names = names[1:]  # count_window(TABLE(t) ORDER BY (ts), 3): say that the column is missing
     unknown = sorted(set(kwargs) - set(names) - {"timecol"})
     if unknown:
@@ -167,7 +158,7 @@ def _bind(function: str, args: list, kwargs: dict):
             raise WindowFunctionError(function, f"{name} is given twice, by position and by name")
         params[name] = value
     required = PARAMETERS[function][:REQUIRED[function]]
-    missing = [p for p in required if p not in params and not (p == "timecol" and function == "count_window")]
+    missing = [p for p in required if p not in params and not (p == "timecol" and KINDS[function].ordered)]
     if missing:
         what = "time column ('ts')" if missing[0] == "timecol" else missing[0]
         raise WindowFunctionError(function, f"the {what} argument is missing")
@@ -183,7 +174,7 @@ def _bind(function: str, args: list, kwargs: dict):
 
 def _time_field(function: str, argument, fields: list[StructField]) -> StructField | None:
     if argument is None:
-        if function == "count_window":
+        if KINDS[function].ordered:
             raise WindowFunctionError(function, "the column whose first and last values bound each window "
                                                 "(normally the ORDER BY column) must follow the TABLE argument, "
                                                 "as a string")
@@ -216,7 +207,7 @@ def _time_kind(function: str, field: StructField | None) -> str:
 
 def _window_fields(function: str, field: StructField | None, kind: str) -> list[tuple[str, DataType]]:
     names = ("window_start", "window_end", "window_time")
-    if function == "count_window":
+    if KINDS[function].ordered:
         # a count window spans its first and last row: their values of the column, as given
         # (a fractional epoch-ms column rounded to whole milliseconds, as everywhere)
         bound = LongType() if kind == "rounded_ms" else field.dataType

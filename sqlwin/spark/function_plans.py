@@ -48,8 +48,8 @@ from pyspark.sql.types import (
 )
 
 from sqlwin.errors import Position
-from sqlwin.ir import CountWindow, GlobalWindow, WatermarkSpec
-from sqlwin.spark.function_calls import INTEGRAL, KEYED, WindowFunctionError, analyze_call
+from sqlwin.ir import WatermarkSpec
+from sqlwin.spark.function_calls import INTEGRAL, KEYED, KINDS, WindowFunctionError, analyze_call
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ class WindowFunctionBuilder:
                 "finished table")
         if keyed and not partition and not table.withSinglePartition():
             raise Declined  # the UDTF refuses a split input, and runs one that is not
-        if self.name == "count_window" and not order:
+        if KINDS[self.name].ordered and not order:
             raise Declined  # counted in arrival order, which only the UDTF sees
         kind = call.time_kind
         time = None if call.time_column is None else TimeColumn(
@@ -287,10 +287,9 @@ def _python_value(internal, data_type: DataType):
 def _in_micros(windower, unit: int, timed: bool):
     """analyze_call's windower (durations in the time column's unit) with durations in microseconds, as
     sw.sql's plan holds them."""
-    if isinstance(windower, (CountWindow, GlobalWindow)):
+    if not windower.durations:  # COUNT_WINDOW, GLOBAL_WINDOW
         return dataclasses.replace(windower, timed=timed)
-    return dataclasses.replace(windower, **{f.name: getattr(windower, f.name) * unit
-                                           for f in dataclasses.fields(windower)})
+    return dataclasses.replace(windower, **{name: getattr(windower, name) * unit for name in windower.durations})
 
 
 def register_native(spark, udtfs: dict) -> bool:

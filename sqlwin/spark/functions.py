@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.types import DataType, TimestampNTZType, TimestampType
 
-from sqlwin.ir import GlobalWindow, Session
+from sqlwin.ir import CountWindow, Cumulate, GlobalWindow, Hop, Session, Slide, Tumble
 from sqlwin.runtime.assign import count_spans, fixed_spans, session_spans, slide_spans
 from sqlwin.spark.function_calls import KEYED, USAGE, WindowCall, WindowFunctionError, analyze_call
 
@@ -57,7 +57,7 @@ class WindowFunction:
         if self._null_key():
             return  # QX-20: a row whose PARTITION BY key is NULL joins no window, as in sqlwin's own SQL
         if not self.keyed:
-            yield from self._fixed_or_global(batch)
+            yield from BODIES[type(self.call.windower)](self, batch)
             return
         if not self.checked:
             self._check_partitioning()
@@ -73,22 +73,22 @@ class WindowFunction:
             return
         table = pa.Table.from_batches(self.batches)
         self.batches = []
-        if self.call.function == "count_window":
-            yield from self._count(table)
-        else:
-            yield from self._keyed_by_time(table)
+        yield from BODIES[type(self.call.windower)](self, table)
 
     # -- the window kinds ----------------------------------------------------------------
 
-    def _fixed_or_global(self, batch: pa.RecordBatch):
+    def global_window(self, batch: pa.RecordBatch):
         call = self.call
         data = batch.select(list(call.keep))
-        if isinstance(call.windower, GlobalWindow):
-            if call.time_column is not None:  # named, a time column leaves out the rows without one
-                data = data.filter(self._times(batch)[1])
-            nulls = pa.nulls(data.num_rows, _arrow_type(call.schema["window_start"].dataType))
-            yield self._output(data, (nulls, nulls, nulls))
-            return
+        if call.time_column is not None:  # named, a time column leaves out the rows without one
+            data = data.filter(self._times(batch)[1])
+        nulls = pa.nulls(data.num_rows, _arrow_type(call.schema["window_start"].dataType))
+        yield self._output(data, (nulls, nulls, nulls))
+
+    def fixed(self, batch: pa.RecordBatch):
+        """TUMBLE, HOP, CUMULATE: each batch's rows as they come."""
+        call = self.call
+        data = batch.select(list(call.keep))
         times, present = self._times(batch)
         rows = np.flatnonzero(present)
         span_row, starts, ends = fixed_spans(call.windower, times[rows])
@@ -97,23 +97,29 @@ class WindowFunction:
             data = data.take(pa.array(taken))
         yield self._output(data, self._bounds(starts, ends, ends - 1))
 
-    def _keyed_by_time(self, table: pa.Table):
-        """SESSION and SLIDE: a key's rows in time order; rows without a time join no window."""
+    def _in_time_order(self, table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+        """SESSION and SLIDE: a key's rows in time order (their positions, their times); rows without a
+        time join no window."""
         times, present = self._times(table)
         rows = np.flatnonzero(present)
         order = rows[np.argsort(times[rows], kind="stable")]
-        ordered = times[order]
-        if isinstance(self.call.windower, Session):
-            session, starts, ends = session_spans(ordered, self.call.windower.gap)
-            taken, starts, ends = order, starts[session], ends[session]
-            bounds = self._bounds(starts, ends, ends - 1)
-        else:
-            position, ends = slide_spans(ordered, self.call.windower.size)
-            taken = order[position]
-            bounds = self._bounds(ends - self.call.windower.size, ends, ends)
+        return order, times[order]
+
+    def sessions(self, table: pa.Table):
+        order, ordered = self._in_time_order(table)
+        session, starts, ends = session_spans(ordered, self.call.windower.gap)
+        taken, starts, ends = order, starts[session], ends[session]
+        bounds = self._bounds(starts, ends, ends - 1)
         yield from self._output(table.select(list(self.call.keep)).take(pa.array(taken)), bounds).to_batches()
 
-    def _count(self, table: pa.Table):
+    def slides(self, table: pa.Table):
+        order, ordered = self._in_time_order(table)
+        position, ends = slide_spans(ordered, self.call.windower.size)
+        taken = order[position]
+        bounds = self._bounds(ends - self.call.windower.size, ends, ends)
+        yield from self._output(table.select(list(self.call.keep)).take(pa.array(taken)), bounds).to_batches()
+
+    def count(self, table: pa.Table):
         """COUNT_WINDOW: the key's rows with a time, in the order they arrive (the TABLE argument's ORDER BY)."""
         w = self.call.windower
         table = table.filter(self._times(table)[1])
@@ -171,6 +177,13 @@ class WindowFunction:
                 self.call.function, "the input reaches it in several partitions, so a key's rows would be split",
                 f"{USAGE[self.call.function]}, or TABLE(t) WITH SINGLE PARTITION for one window sequence "
                 "over all rows")
+
+
+# Each kind's body, keyed by the IR's class: fixed and global windows per batch as it arrives, the
+# others (KEYED) over all of a key's rows when the instance ends.
+BODIES = {Tumble: WindowFunction.fixed, Hop: WindowFunction.fixed, Cumulate: WindowFunction.fixed,
+          GlobalWindow: WindowFunction.global_window, Session: WindowFunction.sessions,
+          Slide: WindowFunction.slides, CountWindow: WindowFunction.count}
 
 
 def _partitioner():

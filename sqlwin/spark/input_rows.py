@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sqlwin.errors import SqlwinUnsupportedError
 from sqlwin.spark.time_sql import epoch_ms_sql, time_micros_sql, timestamp_micros_sql
-from sqlwin.sql.plan import CountWindow, QueryPlan, WindowRelation
+from sqlwin.sql.plan import QueryPlan, WindowRelation
 from sqlwin.sql.text import identifier_name, quote_identifier
 
 
@@ -41,7 +41,7 @@ def count_bound_column(rel: WindowRelation) -> str | None:
     """An untimed COUNT_WINDOW's order column (ORDER BY, else arrival_order): its values are the
     window's bounds, as over a finished table (QX-25: windows [0, 3], [1, 4], ... of message
     positions). None otherwise (a stream counting rows as they come: no bounds to show)."""
-    if not isinstance(rel.windower, CountWindow) or rel.time is not None:
+    if not rel.windower.ordered or rel.time is not None:
         return None
     if rel.order_by:
         return single_order_column(rel)

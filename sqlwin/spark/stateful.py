@@ -39,7 +39,7 @@ from sqlwin.spark.joins import prepare_join
 from sqlwin.spark.operator import CARRY, OperatorConfig
 from sqlwin.spark.stateful_query import (RESULT_ORDER, STAGE_COLUMNS, STAGE_VIEW, SYSTEM_COLUMNS, UPSTREAM_ROW,
                                          StatefulQuery, can_spread_clock, chain_late)
-from sqlwin.sql.plan import CountWindow, QueryPlan, Session, Slide, WindowAggregation, WindowRelation, node_position
+from sqlwin.sql.plan import QueryPlan, WindowAggregation, WindowRelation, node_position
 from sqlwin.sql.text import identifier_name
 
 __all__ = ["RESULT_ORDER", "SPREAD_KEY", "STAGE_VIEW", "SYSTEM_COLUMNS", "UPSTREAM_ROW", "StatefulQuery",
@@ -73,7 +73,7 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
     # table): it filters every aggregate, and a window none of whose rows it keeps gives no row
     # (`where_guard`: a count of the rows it keeps). Other windows do not depend on their rows:
     # WHERE filters the rows before they reach the runtime.
-    inside = where is not None and isinstance(rel.windower, (Session, CountWindow, Slide))
+    inside = where is not None and rel.windower.data_dependent
     computed = calls
     if inside:
         guard = exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=where.this.copy()))
@@ -168,9 +168,7 @@ def partial_aggregation(rel: WindowRelation, emit, watermark, specs: list[Aggreg
     partial form: count, sum, min, max over numbers, avg over numbers (a sum and a count),
     max_by / min_by (with the max / min of their ordering value beside them). Other queries run
     in one bucket."""
-    from sqlwin.ir import Cumulate, Hop, Tumble
-
-    if not isinstance(rel.windower, (Tumble, Hop, Cumulate)) or not emit.is_final_only or emit.allowed_lateness:
+    if not rel.windower.aligned or not emit.is_final_only or emit.allowed_lateness:
         return None
     if watermark.scope != "stream" or not can_spread_clock(watermark):
         return None

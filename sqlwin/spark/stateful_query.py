@@ -18,7 +18,7 @@ from sqlwin.spark.aggregates import aggregate_identity, is_anonymous_aggregate, 
 from sqlwin.spark.input_rows import count_bound_column, in_batch_order, micros_of, ordinal_of, time_micros
 from sqlwin.spark.operator import CARRY, OperatorConfig
 from sqlwin.spark.time_sql import micros_timestamp_sql
-from sqlwin.sql.plan import WINDOW_COLUMNS, CountWindow, GlobalWindow, QueryPlan, Slide, WindowRelation
+from sqlwin.sql.plan import WINDOW_COLUMNS, QueryPlan, WindowRelation
 from sqlwin.sql.text import identifier_name, json_options_sql, named_struct, quote_identifier
 
 if t.TYPE_CHECKING:
@@ -206,7 +206,7 @@ class StatefulQuery:
                           else f"CAST({c} AS {kind})" for c in ("__wstart", "__wend"))
             return [f"{start} AS window_start", f"{end} AS window_end", f"{end} AS window_time"]
         start, end = self._to_time("__wstart"), self._to_time("__wend")
-        if isinstance(windower, (Slide, CountWindow, GlobalWindow)):
+        if windower.inclusive_end:
             last = end  # both ends inside the window
         elif self.epoch_ms:
             last = f"{end} - 1"

@@ -483,14 +483,11 @@ def _rows_around(ast: exp.Expr, selects: list[exp.Select], windows: list,
     is in is known when the window closes (a later row may merge two sessions). Its rows come then,
     whole: the stage collects each window's rows (collect_list, merged with the window) and fires
     it once (EMIT FINAL). GLOBAL_WINDOW's one window never closes in a stream: refused."""
-    from sqlwin.ir import CountWindow, Cumulate, Hop, Session, Slide, Tumble
-
     node = selects[0].args["from_"].this
     relation = next((w for w in windows if w.node is node), None)
-    if relation is None or not relation.columns or not isinstance(
-            relation.windower, (Tumble, Hop, Cumulate, Session, CountWindow, Slide)):
+    if relation is None or not relation.columns or not relation.windower.closes:
         return None
-    each_row = isinstance(relation.windower, (Tumble, Hop, Cumulate))  # a row's windows known as it arrives
+    each_row = relation.windower.aligned  # a row's windows known as it arrives
     outer = ast.copy()
     originals = [id(n) for n in ast.find_all(WindowTVF)]
     copies = list(outer.find_all(WindowTVF))
@@ -510,7 +507,7 @@ def _rows_around(ast: exp.Expr, selects: list[exp.Select], windows: list,
     row = f"to_json({named_struct((c, quote_identifier(c)) for c in columns)}, {options})"
     ddl = ", ".join(f"{quote_identifier(c)} {relation.columns[c]}" for c in columns)
     partition = [f"{p} AS __pk{i}" for i, p in enumerate(relation.partition_by)]
-    bounds = ", ".join(bound_names if isinstance(relation.windower, CountWindow) else bound_names[:3])
+    bounds = ", ".join(bound_names if relation.windower.ordered else bound_names[:3])
     tvf = node.copy()
     tvf.set("alias", None)
     around = Around("", outer, "the window function's rows", position_of(node))

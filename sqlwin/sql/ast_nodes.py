@@ -10,15 +10,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-WINDOW_FUNCTIONS = (
-    "TUMBLE",
-    "HOP",
-    "CUMULATE",
-    "SESSION",
-    "SLIDE",
-    "COUNT_WINDOW",
-    "GLOBAL_WINDOW",
-)
+from sqlwin.ir import WINDOWERS
+
+WINDOW_FUNCTIONS = tuple(kind.sql_name for kind in WINDOWERS)  # TUMBLE, HOP, ... as the IR names them
 
 
 class WindowTVF(exp.Expression):

@@ -16,7 +16,18 @@ import typing as t
 from sqlglot import exp
 
 from sqlwin.errors import SqlwinError
-from sqlwin.ir import UNBOUNDED, CountWindow, Cumulate, GlobalWindow, Hop, Session, Slide, Tumble, WatermarkSpec, Windower
+from sqlwin.ir import (
+    BY_SQL_NAME,
+    UNBOUNDED,
+    WINDOWERS,
+    IdleClock,
+    LatenessRule,
+    WatermarkScope,
+    WatermarkSpec,
+    WatermarkStrategy,
+    Windower,
+    WindowerError,
+)
 from sqlwin.sql.ast_nodes import Descriptor, TableArg, WindowOptions, WindowTVF
 from sqlwin.sql.durations import duration_micros, offset_micros
 from sqlwin.sql.places import did_you_mean, fail, node_position, user_text
@@ -30,11 +41,11 @@ FRACTIONAL_MS_TYPES = ("double", "float")  # and decimal(p,s): epoch ms rounded 
 SchemaLookup = t.Callable[[str], "dict[str, str] | None"]
 
 OPTION_VALUES: dict[str, tuple[str, ...] | None] = {
-    "watermark_strategy": ("max_event_time", "min_event_time", "bytewax", "ingestion_time", "upstream"),
-    "watermark_scope": ("key", "stream"),
+    "watermark_strategy": t.get_args(WatermarkStrategy),
+    "watermark_scope": t.get_args(WatermarkScope),
     "idle_timeout": None,  # an interval
-    "idle_clock": ("processing_time", "event_time"),
-    "lateness_rule": ("window_closed", "before_watermark"),
+    "idle_clock": t.get_args(IdleClock),
+    "lateness_rule": t.get_args(LatenessRule),
     "arrival_order": None,  # a column: replay
     "arrival_batch": None,  # a column: replay micro-batch boundaries
     "arrival_time": None,  # a column: replay processing time
@@ -44,13 +55,7 @@ OPTION_VALUES: dict[str, tuple[str, ...] | None] = {
 
 SIGNATURES: dict[str, tuple[tuple[str, ...], int]] = {
     # function: (parameters after TABLE and DESCRIPTOR, how many are required)
-    "TUMBLE": (("SIZE", "OFFSET"), 1),
-    "HOP": (("SLIDE", "SIZE", "OFFSET"), 2),
-    "CUMULATE": (("STEP", "SIZE", "OFFSET"), 2),
-    "SESSION": (("GAP",), 1),
-    "SLIDE": (("SIZE",), 1),
-    "COUNT_WINDOW": (("SIZE", "SLIDE"), 1),
-    "GLOBAL_WINDOW": ((), 0),
+    kind.sql_name: (kind.sql_parameters, kind.sql_required) for kind in WINDOWERS
 }
 PARAMETER_ALIASES = {"MAX_SIZE": "SIZE", "STEP_SIZE": "STEP"}
 
@@ -76,7 +81,7 @@ def window_relation(node: WindowTVF, schema_of: SchemaLookup, time_zone: str = "
     time = _time_column(node, descriptor, columns)
     # COUNT_WINDOW over a finished table needs an order for its rows (checked where the complete
     # input is lowered); a stream counts its rows in the order they arrive.
-    if function != "COUNT_WINDOW" and order_by:
+    if not BY_SQL_NAME[function].ordered and order_by:
         fail(f"{function} takes no ORDER BY (rows are placed by their time)", table_arg.args["order"][0],
              "ORDER BY only in COUNT_WINDOW")
     windower = _windower(function, params, time, node, time_zone)
@@ -144,21 +149,13 @@ def _bind_arguments(node: WindowTVF) -> tuple[TableArg, Descriptor | None, dict[
     missing = [p for p in parameters[:required] if p not in params]
     if missing:
         fail(f"{function} is missing its {missing[0]} argument", node, usage, text=function)
-    if function not in ("COUNT_WINDOW", "GLOBAL_WINDOW") and descriptor is None:
+    if not BY_SQL_NAME[function].time_optional and descriptor is None:
         fail(f"{function} needs the time column as DESCRIPTOR(column)", node, usage, text=function)
     return table_arg, descriptor, params
 
 
 def _usage(function: str) -> str:
-    return {
-        "TUMBLE": "TUMBLE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), size [, offset])",
-        "HOP": "HOP(TABLE t [PARTITION BY k], DESCRIPTOR(ts), slide, size [, offset])",
-        "CUMULATE": "CUMULATE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), step, max_size [, offset])",
-        "SESSION": "SESSION(TABLE t PARTITION BY k, DESCRIPTOR(ts), gap)",
-        "SLIDE": "SLIDE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), size)",
-        "COUNT_WINDOW": "COUNT_WINDOW(TABLE t [PARTITION BY k] ORDER BY col, [DESCRIPTOR(ts),] size [, slide])",
-        "GLOBAL_WINDOW": "GLOBAL_WINDOW(TABLE t [PARTITION BY k] [, DESCRIPTOR(ts)])",
-    }[function]
+    return BY_SQL_NAME[function].sql_usage
 
 
 def _expect_table(value: exp.Expr, function: str) -> TableArg:
@@ -236,33 +233,33 @@ def _type_of(name: str, columns: dict[str, str]) -> str | None:
 
 def _windower(function: str, params: dict[str, exp.Expr], time: TimeColumn | None, node: WindowTVF,
               time_zone: str = "UTC") -> Windower:
-    def dur(name: str) -> int:
-        return duration_micros(params[name], time, name)
+    try:
+        return BY_SQL_NAME[function].from_arguments(_Arguments(params, time, time_zone))
+    except WindowerError:
+        pass  # the one rule durations do not check: CUMULATE's step divides its max size
+    fail("CUMULATE's step must divide its max size", params["STEP"],
+         f"a step that divides {user_text(params['SIZE'])} evenly")
 
-    def offset(period: int) -> int:
-        return offset_micros(params["OFFSET"], time, time_zone) % period if "OFFSET" in params else 0
 
-    if function == "TUMBLE":
-        size = dur("SIZE")
-        return Tumble(size, offset(size))
-    if function == "HOP":
-        size, slide = dur("SIZE"), dur("SLIDE")
-        return Hop(size, slide, offset(slide))
-    if function == "CUMULATE":
-        step, max_size = dur("STEP"), dur("SIZE")
-        if max_size % step:
-            fail("CUMULATE's step must divide its max size", params["STEP"],
-                 f"a step that divides {user_text(params['SIZE'])} evenly")
-        return Cumulate(step, max_size, offset(max_size))
-    if function == "SESSION":
-        return Session(dur("GAP"))
-    if function == "SLIDE":
-        return Slide(dur("SIZE"))
-    if function == "COUNT_WINDOW":
-        size = _row_count(params["SIZE"], "SIZE")
-        slide = _row_count(params["SLIDE"], "SLIDE") if "SLIDE" in params else size
-        return CountWindow(size, slide, timed=_timed(time))
-    return GlobalWindow(timed=_timed(time))
+class _Arguments:
+    """A window function's bound value arguments as the IR's `from_arguments` reads them."""
+
+    def __init__(self, params: dict[str, exp.Expr], time: TimeColumn | None, time_zone: str):
+        self.params, self.time, self.time_zone = params, time, time_zone
+        self.timed = _timed(time)
+
+    def duration(self, name: str) -> int:
+        return duration_micros(self.params[name.upper()], self.time, name.upper())
+
+    def offset(self, period: int) -> int:
+        params = self.params
+        return offset_micros(params["OFFSET"], self.time, self.time_zone) % period if "OFFSET" in params else 0
+
+    def rows(self, name: str) -> int:
+        return _row_count(self.params[name.upper()], name.upper())
+
+    def __contains__(self, name: str) -> bool:
+        return name.upper() in self.params
 
 
 def _timed(time: TimeColumn | None) -> bool:

@@ -12,6 +12,7 @@ import typing as t
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
+from sqlwin.ir import Accumulation
 from sqlwin.sql.ast_nodes import Emit, LateRowsInto, Watermark
 from sqlwin.sql.parser_base import StrictSparkParser
 
@@ -94,7 +95,7 @@ class ClauseParser(StrictSparkParser):
             elif word == "LATE" and self._next and self._next.text.upper() == "EVERY":
                 self._advance(2)
                 self._parse_every(emit, "late")
-            elif word in ("ACCUMULATING", "DISCARDING", "RETRACTING"):
+            elif word in t.get_args(Accumulation):
                 if emit.args.get("accumulation"):
                     raise self._syntax_error("EMIT takes one accumulation mode", self._curr,
                                              "one of ACCUMULATING, DISCARDING, RETRACTING")

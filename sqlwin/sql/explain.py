@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from sqlwin.ir import UNBOUNDED, CountWindow, Cumulate, EmitSpec, Hop, Session, Slide, Tumble, WatermarkSpec, Windower
+from sqlwin.ir import UNBOUNDED, EmitSpec, WatermarkSpec, Windower
 from sqlwin.sql.aggregation import window_keys
 from sqlwin.sql.ast_nodes import TableArg
 from sqlwin.sql.durations import interval_text
@@ -25,27 +25,7 @@ if t.TYPE_CHECKING:
 
 
 def describe_windower(windower: Windower, time: TimeColumn | None = None) -> str:
-    def offset(micros: int) -> str:
-        return f", offset {interval_text(micros)}" if micros else ""
-
-    def rows(n: int) -> str:
-        return f"{n} row{'' if n == 1 else 's'}"
-
-    if isinstance(windower, Tumble):
-        return f"TUMBLE size {interval_text(windower.size)}{offset(windower.offset)}"
-    if isinstance(windower, Hop):
-        return f"HOP slide {interval_text(windower.slide)}, size {interval_text(windower.size)}{offset(windower.offset)}"
-    if isinstance(windower, Cumulate):
-        return (f"CUMULATE step {interval_text(windower.step)}, max size {interval_text(windower.max_size)}"
-                f"{offset(windower.offset)}")
-    if isinstance(windower, Session):
-        return f"SESSION gap {interval_text(windower.gap)}"
-    if isinstance(windower, Slide):
-        return f"SLIDE size {interval_text(windower.size)} (one window per row time, both ends inclusive)"
-    if isinstance(windower, CountWindow):
-        slide = f", slide {rows(windower.slide)}" if windower.slide != windower.size else ""
-        return f"COUNT_WINDOW size {rows(windower.size)}{slide}"
-    return "GLOBAL_WINDOW (one window per key)"
+    return windower.describe(interval_text)
 
 
 def describe_time(time: TimeColumn | None) -> str:

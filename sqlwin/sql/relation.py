@@ -11,10 +11,8 @@ import typing as t
 from dataclasses import dataclass
 
 from sqlwin.errors import Position
-from sqlwin.ir import WatermarkSpec, Windower
+from sqlwin.ir import WINDOW_COLUMNS, WatermarkSpec, Windower  # noqa: F401 (WINDOW_COLUMNS re-exported)
 from sqlwin.sql.ast_nodes import WindowTVF
-
-WINDOW_COLUMNS = ("window_start", "window_end", "window_time", "window_index")
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,6 @@ import sqlglot
 from sqlglot import exp
 
 from sqlwin.errors import SqlwinUnsupportedError, SqlwinUsageError
-from sqlwin.ir import CountWindow, Cumulate, Hop, Slide, Tumble
 from sqlwin.runtime.assign import fixed_windows
 from sqlwin.spark import layout
 from sqlwin.spark.operator import END_BATCH
@@ -247,7 +246,7 @@ class _Builder:
     def _assemble(self, plan, config, lanes, total, positions, collected, batch_times, result_rows,
                   result_columns, late_rows) -> Timeline:
         rel = self.rel
-        inclusive = isinstance(rel.windower, (Slide, CountWindow))  # both ends inside the window
+        inclusive = rel.windower.inclusive_end  # both ends inside the window
         nkeys = len(self.lane_sql)
         lane_set = set(lanes)
         # Late records by the row they came from (the row's own columns, as the replay carried them).
@@ -431,7 +430,7 @@ def _with_micros(F, frame, names: t.Iterable[str]):
 
 
 def _is_fixed(windower) -> bool:
-    return isinstance(windower, (Tumble, Hop, Cumulate))
+    return windower.aligned
 
 
 def _fixed_spans(windower, time):

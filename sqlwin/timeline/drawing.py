@@ -13,6 +13,7 @@ import typing as t
 from dataclasses import dataclass
 
 from sqlwin.errors import SqlwinUsageError
+from sqlwin.ir import BY_SQL_NAME
 from sqlwin.timeline.text import EPOCH_MS_AS_DATE, duration_text, time_text
 
 if t.TYPE_CHECKING:
@@ -212,7 +213,7 @@ def _draw_lane(ax, timeline: Timeline, lane: tuple, slots: list[_Slot], colours,
             if timeline.replaced(w):
                 start, end = bar(w, slot, 0.42, facecolor="white", edgecolor=colour, linewidth=1.2,
                                  linestyle="--", hatch="////", alpha=0.6)
-            elif timeline.function == "SESSION" and members and w.end is not None:
+            elif BY_SQL_NAME[timeline.function].trailing_gap and members and w.end is not None:
                 bar(w, slot, 0.42, end=members[-1], facecolor=colour, alpha=0.45, edgecolor="none")
                 bar(w, slot, 0.42, start=members[-1], facecolor=colour, alpha=0.15, edgecolor="none")
                 start, end = bar(w, slot, 0.42, facecolor="none", edgecolor=colour, linewidth=1.5)
@@ -391,7 +392,7 @@ def _legend(figure, timeline: Timeline) -> None:
                      label="window (dots: its rows)"),
                Line2D([], [], marker="o", linestyle="", color=WINDOW_COLOURS[0], markeredgecolor="#222222",
                       label="row (colour: its window)")]
-    if timeline.function == "SESSION":
+    if BY_SQL_NAME[timeline.function].trailing_gap:
         handles.append(Patch(facecolor=WINDOW_COLOURS[0], alpha=0.15, edgecolor=WINDOW_COLOURS[0],
                              label="session: the gap after its last row"))
     if any(p.late for p in timeline.points):

@@ -70,16 +70,13 @@ def time_text(micros: int | None, kind: str, zone: str, with_date: bool = False)
 
 
 def windower_text(function: str, w) -> str:
-    names = {"Tumble": ("size", "offset"), "Hop": ("slide", "size", "offset"),
-             "Cumulate": ("step", "max_size", "offset"), "Session": ("gap",), "Slide": ("size",),
-             "CountWindow": ("size", "slide"), "GlobalWindow": ()}
     args = []
-    for attr in names.get(type(w).__name__, ()):
+    for attr in getattr(w, "argument_fields", ()):
         value = getattr(w, attr)
         if attr == "offset" and not value:
             continue
         word = attr.replace("_", " ")
-        args.append(f"{word} {value} rows" if type(w).__name__ == "CountWindow" else f"{word} {duration_text(value)}")
+        args.append(f"{word} {value} rows" if w.ordered else f"{word} {duration_text(value)}")
     return f"{function.upper()}({', '.join(args)})"
 
 
