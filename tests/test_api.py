@@ -88,9 +88,12 @@ def test_explain_of_a_stream_says_how_the_stream_runs(sw, clicks):
     assert str(sw.explain(final)).startswith("mode: complete input")  # the same text, run by sw.sql
     rows = str(sw.explain("SELECT * FROM TUMBLE(TABLE api_clicks, DESCRIPTOR(ts), INTERVAL 10 MINUTES)", stream=True))
     assert "around: the window function's rows are the stateful stage" in rows and "as they arrive" in rows
-    with pytest.raises(SqlwinError) as refused:  # a session's rows: formed from the rows together
-        sw.explain("SELECT * FROM SESSION(TABLE api_clicks, DESCRIPTOR(ts), INTERVAL 10 MINUTES)", stream=True)
-    assert "TUMBLE, HOP and CUMULATE" in str(refused.value) and "GROUP BY" in str(refused.value)
+    sessions = str(sw.explain("SELECT * FROM SESSION(TABLE api_clicks, DESCRIPTOR(ts), INTERVAL 10 MINUTES)",
+                              stream=True))  # a session's rows: each session's, collected until it closes
+    assert "around:" in sessions and "kept until the window closes" in sessions
+    with pytest.raises(SqlwinError) as refused:  # the global window's rows: it never closes
+        sw.explain("SELECT * FROM GLOBAL_WINDOW(TABLE api_clicks, DESCRIPTOR(ts))", stream=True)
+    assert "never closes" in str(refused.value) and "GROUP BY" in str(refused.value)
 
 
 def test_epoch_ms_results_stay_epoch_ms(sw, spark):

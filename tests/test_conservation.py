@@ -18,6 +18,7 @@ streams every shape; CI streams the shapes in STREAMED_IN_CI (each stream costs 
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import random
 from collections import Counter

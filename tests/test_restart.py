@@ -193,7 +193,7 @@ def test_a_refused_query_leaves_a_new_checkpoint_unclaimed(sw, spark, tmp_path):
     from sqlwin.errors import SqlwinError
 
     frame = spark.readStream.schema("k STRING, ts BIGINT, v INT").parquet(str(tmp_path))
-    refused = "SELECT k, window_start FROM SESSION(TABLE ev, DESCRIPTOR(ts), INTERVAL 10 SECONDS)"  # a session's rows
+    refused = "SELECT k, window_start FROM GLOBAL_WINDOW(TABLE ev, DESCRIPTOR(ts))"  # its one window never closes
     with pytest.raises(SqlwinError):
         sw.stream(refused, sources={"ev": frame}, sink=str(tmp_path / "sink"), checkpoint=str(tmp_path / "ckpt"))
     assert not (tmp_path / "ckpt" / "sqlwin.json").exists()
