@@ -180,7 +180,7 @@ def explain_replay(runner: "SparkRunner", plan: QueryPlan):
     if plan.propagation is not None:
         inner_plan = runner.planner(plan.propagation.inner_sql)
         inner = explain_replay(runner, inner_plan)
-        number = chain_stages(plan, runner.planner)
+        number = chain_stages(inner_plan, runner.planner) + 1
         inherit = (f"its watermark follows stage {number - 1}'s firings (watermark_strategy 'upstream')"
                    if plan.propagation.inherit else "its own watermark over window_time")
         earlier = inner.strategies if inner_plan.propagation is not None else [f"stage 1: {s}" for s in inner.strategies]

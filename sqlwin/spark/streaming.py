@@ -296,7 +296,7 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
     if plan.propagation is not None:
         inner_plan = runner.planner(plan.propagation.inner_sql)
         inner = explain_stream(runner, inner_plan, buckets)
-        number = chain_stages(plan, runner.planner)
+        number = chain_stages(inner_plan, runner.planner) + 1
         earlier = [s for s in inner.strategies if not s.startswith("sink:")]
         if inner_plan.propagation is None:
             earlier = [f"stage 1: {s}" for s in earlier]

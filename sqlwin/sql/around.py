@@ -527,17 +527,18 @@ def _rows_around(ast: exp.Expr, selects: list[exp.Select], windows: list,
     late = ast.args.get("late_into")
     late_sql = f" {late.sql(dialect=SqlwinDialect)}" if late is not None else ""
     source = tvf.sql(dialect=SqlwinDialect)
+    parsed = f"from_json(__row, {quote_string(ddl)}, {options}) AS __r"  # a row read back from its JSON
     if each_row:  # each distinct row per window, its copies counted: rows as they arrive, or at the close
         around.stage_sql = (f"{prefix}SELECT {', '.join([*partition, f'{row} AS __row'])}, {bounds}, count(*) AS __n "
                             f"FROM {source} GROUP BY {', '.join([*relation.partition_by, row])}, {bounds} "
                             f"EMIT {'FINAL' if final else 'CHANGES DISCARDING'}{late_sql}")
-        around.rows_sql = (f"SELECT __r.*, {bounds} FROM (SELECT from_json(__row, {quote_string(ddl)}, {options}) "
-                           f"AS __r, {bounds}, __n FROM {{view}}) LATERAL VIEW explode(sequence(1, __n)) AS __copy")
+        around.rows_sql = (f"SELECT __r.*, {bounds} FROM (SELECT {parsed}, {bounds}, __n FROM {{view}}) "
+                           "LATERAL VIEW explode(sequence(1, __n)) AS __copy")
     else:  # each window's rows collected, merged with the window, read back once it closes
         group = ", ".join([*relation.partition_by, bounds])
         around.stage_sql = (f"{prefix}SELECT {', '.join([*partition, bounds])}, collect_list({row}) AS __rows "
                             f"FROM {source} GROUP BY {group} EMIT FINAL{late_sql}")
-        around.rows_sql = (f"SELECT __r.*, {bounds} FROM (SELECT from_json(__row, {quote_string(ddl)}, {options}) "
-                           f"AS __r, {bounds} FROM {{view}} LATERAL VIEW explode(__rows) AS __row)")
+        around.rows_sql = (f"SELECT __r.*, {bounds} FROM (SELECT {parsed}, {bounds} FROM {{view}} "
+                           "LATERAL VIEW explode(__rows) AS __row)")
     return around
 
