@@ -13,6 +13,7 @@ does), rather than asking isinstance. The options are Literal types, their value
 
 from __future__ import annotations
 
+import math
 import typing as t
 from dataclasses import dataclass
 
@@ -76,6 +77,13 @@ class WindowKind:
     durations: t.ClassVar[tuple[str, ...]] = ()  # the fields that are durations (microseconds)
     argument_fields: t.ClassVar[tuple[str, ...]] = ()  # the fields the SQL arguments set, in their order
 
+    @property
+    def pane(self) -> tuple[int, int] | None:
+        """(length, offset) of the panes: intervals [offset + n * length, offset + (n + 1) * length)
+        whose rows all belong to the same windows, so a pane's rows can be aggregated before they
+        reach a window (partial aggregation). None where a row's windows depend on other rows."""
+        return None
+
     def check(self) -> None:
         """Raise WindowerError unless the parameters make windows."""
         for attr in self.positive:
@@ -122,6 +130,10 @@ class Tumble(WindowKind):
     def slide(self) -> int:
         return self.size
 
+    @property
+    def pane(self) -> tuple[int, int]:
+        return self.size, self.offset
+
     @classmethod
     def from_arguments(cls, args: WindowArguments) -> Tumble:
         size = args.duration("size")
@@ -148,6 +160,12 @@ class Hop(WindowKind):
     argument_fields = ("slide", "size", "offset")
     data_dependent = False
     aligned = True
+
+    @property
+    def pane(self) -> tuple[int, int]:
+        """Window starts and ends both fall on multiples of gcd(size, slide) past the offset."""
+        length = math.gcd(self.size, self.slide)
+        return length, self.offset % length
 
     @classmethod
     def from_arguments(cls, args: WindowArguments) -> Hop:
@@ -180,6 +198,11 @@ class Cumulate(WindowKind):
         super().check()
         if self.max_size % self.step:
             raise WindowerError("Cumulate step must divide its max_size", "step")
+
+    @property
+    def pane(self) -> tuple[int, int]:
+        """Every bound is a multiple of `step` past the offset (`step` divides `max_size`)."""
+        return self.step, self.offset % self.step
 
     @classmethod
     def from_arguments(cls, args: WindowArguments) -> Cumulate:

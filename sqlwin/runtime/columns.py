@@ -21,22 +21,36 @@ class Columns:
     time / time_null: event time in microseconds and where it is NULL. args: one float64 or
     int64 array per aggregate argument, with its NULL mask. row_values(i): the values tuple of
     row i as the general runtime sees it (arguments, then carried columns), for late and rejected
-    rows only.
+    rows only. weights: None (each row is one input row), or int64 per row: how many input rows a
+    row of partial aggregates stands for (sqlwin.runtime.pre_aggregate), which the runtime counts
+    as rows, late rows and rows in no window.
     """
 
-    __slots__ = ("n", "key_codes", "keys", "key_null", "time", "time_null", "args", "row_values")
+    __slots__ = ("n", "key_codes", "keys", "key_null", "time", "time_null", "args", "row_values", "weights")
 
-    def __init__(self, key_codes, keys, key_null, time, time_null, args, row_values):
+    def __init__(self, key_codes, keys, key_null, time, time_null, args, row_values, weights=None):
         self.n = len(time)
         self.key_codes, self.keys, self.key_null = key_codes, keys, key_null
         self.time, self.time_null = time, time_null
         self.args, self.row_values = args, row_values
+        self.weights = weights
 
     def take(self, start: int, stop: int) -> "Columns":
         """Rows start..stop-1 (one micro-batch of a longer run)."""
         sl = slice(start, stop)
         return Columns(self.key_codes[sl], self.keys, self.key_null[sl], self.time[sl], self.time_null[sl],
-                       [(v[sl], m[sl]) for v, m in self.args], lambda i: self.row_values(start + i))
+                       [(v[sl], m[sl]) for v, m in self.args], lambda i: self.row_values(start + i),
+                       None if self.weights is None else self.weights[sl])
+
+    def weight(self, rows: np.ndarray) -> int:
+        """How many input rows the rows `rows` (indices, or a boolean mask) stand for."""
+        if self.weights is None:
+            return int(rows.sum()) if rows.dtype == bool else len(rows)
+        return int(self.weights[rows].sum())
+
+    def weight_of(self, row: int) -> int:
+        """How many input rows row `row` stands for."""
+        return 1 if self.weights is None else int(self.weights[row])
 
     @classmethod
     def from_rows(cls, rows: t.Iterable, argument_count: int) -> "Columns":

@@ -64,6 +64,8 @@ class FixedFinalRuntime(KeyPieces):
     _WINDOW_FIELDS: tuple[str, ...] = ("_ws", "_we")
     _TOMB_FIELDS: tuple[str, ...] = ()
     _GLOBAL_FIELDS = ("_stream_raw", "_key_seq", "_row_seq", "_emit_seq", "_ended", "counts")
+    # It counts a row of partial aggregates as the input rows it stands for (Columns.weights).
+    takes_weights = True
     # Emissions as EmissionBlocks in BatchResult.blocks (a replay, which writes them to Arrow as
     # columns), else as Emission objects. Not state: whoever drives the runtime chooses.
     columnar = False
@@ -150,7 +152,7 @@ class FixedFinalRuntime(KeyPieces):
         spans_per_row = np.bincount(span_row, minlength=len(rows))
         late_per_row = np.bincount(span_row, weights=late_span, minlength=len(rows)).astype(np.int64)
         unassigned = spans_per_row == 0
-        self.counts["unassigned"] += int(unassigned.sum())
+        self.counts["unassigned"] += cols.weight(rows[unassigned])
         if late_span.any():
             self._late_rows(lambda r: out.late, cols, rows, key_of_row, times, mark, span_row, starts, ends, late_span)
         on_time = ~late_span
@@ -231,7 +233,7 @@ class FixedFinalRuntime(KeyPieces):
             late_span = known[span_row] & (times[span_row] < mark[span_row])
         else:
             late_span = known[span_row] & (ends <= mark[span_row])
-        self.counts["unassigned"] += int((np.bincount(span_row, minlength=len(rows)) == 0).sum())
+        self.counts["unassigned"] += cols.weight(rows[np.bincount(span_row, minlength=len(rows)) == 0])
         self._late_rows(lambda r: result(int(batch[r])).late, cols, rows, key_of_row, times, mark, span_row, starts,
                         ends, late_span)
         on_time = ~late_span
@@ -371,13 +373,13 @@ class FixedFinalRuntime(KeyPieces):
                 time = None if cols.time_null[i] else int(cols.time[i])
                 rejected_list(i).append(RejectedRow(cols.keys[cols.key_codes[i]], time, tuple(cols.row_values(i)),
                                                     reason))
-            self.counts["rejected"] += int(rejected.sum())
+            self.counts["rejected"] += cols.weight(rejected)
         rows = np.flatnonzero(~rejected)
         if not len(rows):
             return None
         self._admitted = (rows, self._row_seq)  # each row's sequence, for min_by / max_by ties
         self._row_seq += len(rows)
-        self.counts["rows"] += len(rows)
+        self.counts["rows"] += cols.weight(rows)
         codes = cols.key_codes[rows]
         distinct, first_row = np.unique(codes, return_index=True)
         distinct = distinct[np.argsort(first_row, kind="stable")]
@@ -412,13 +414,15 @@ class FixedFinalRuntime(KeyPieces):
     def _late_rows(self, late_of, cols, rows, key_of_row, times, mark, span_row, starts, ends, late_span) -> None:
         """The late spans' rows, each into `late_of(r)` (the late list of row r's batch)."""
         late = np.flatnonzero(late_span)
-        self.counts["late"] += len(late)
         for s in late.tolist():
             r = span_row[s]
             i = int(rows[r])
             key = self._keys[key_of_row[r]]
-            late_of(r).append(LateRow(key, int(times[r]), tuple(cols.row_values(i)), int(mark[r] - times[r]),
-                                      int(starts[s]), int(ends[s])))
+            row = LateRow(key, int(times[r]), tuple(cols.row_values(i)), int(mark[r] - times[r]),
+                          int(starts[s]), int(ends[s]))
+            weight = cols.weight_of(i)  # a row of partial aggregates: one late record per row it stands for
+            late_of(r).extend([row] * weight)
+            self.counts["late"] += weight
 
     def _aggregate(self, cols: Columns, rows, keys, starts, ends, span_row):
         """Add the on-time spans (in arrival order) to their windows, opening new ones.

@@ -115,8 +115,11 @@ def arrow_columns(table: "pa.Table", config: OperatorConfig, integral: tuple[boo
             continue
         values = column.fill_null(0).to_numpy(zero_copy_only=False)
         args.append((values.astype(np.int64 if arg_flags[i] else np.float64, copy=False), null))
+    weights = None  # rows of partial aggregates (pre_aggregation.py): how many input rows each stands for
+    if layout.WEIGHT in table.column_names:
+        weights = column_array(table, layout.WEIGHT).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     return Columns(codes, keys, key_null, times, time_null, args,
-                   _row_values(lambda: rows_frame(table), config, carried))
+                   _row_values(lambda: rows_frame(table), config, carried), weights)
 
 
 def column_array(table: "pa.Table", name: str) -> "pa.Array":

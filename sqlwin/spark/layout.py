@@ -10,6 +10,7 @@ Input rows (StatefulQuery.input_sql, read by the operator's processor and the re
     __ptime    the arrival (processing) time, epoch microseconds, or NULL
     __order    the row's place in its arrival batch
     __batch    the recorded arrival batch (a replay)
+    __weight   how many input rows a row of partial aggregates stands for (pre_aggregation.py)
 
 Output records (`record_columns`): one layout for every kind, `__kind` says which (emit, late,
 rejected, stats, carried). Keys __k<i>, aggregates __agg<i> and carried row columns __r<i> take
@@ -19,7 +20,7 @@ RECORD_TYPES. A stats record carries only __kind and __stats (JSON).
 
 from __future__ import annotations
 
-BUCKET, TIME, PTIME, ORDER, BATCH = "__bucket", "__time", "__ptime", "__order", "__batch"
+BUCKET, TIME, PTIME, ORDER, BATCH, WEIGHT = "__bucket", "__time", "__ptime", "__order", "__batch", "__weight"
 
 
 def key(i: int) -> str:

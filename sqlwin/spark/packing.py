@@ -21,9 +21,11 @@ if t.TYPE_CHECKING:
 PACKED_SCHEMA = "__bucket INT, __pack BIGINT, __newest BIGINT, __blob BINARY"
 
 
-def pack_rows(batches: t.Iterator["pa.RecordBatch"], clock: t.Callable | None = None) -> t.Iterator["pa.RecordBatch"]:
+def pack_rows(batches: t.Iterator["pa.RecordBatch"], clock: t.Callable | None = None,
+              before: t.Callable | None = None) -> t.Iterator["pa.RecordBatch"]:
     """mapInArrow body: a stream's input rows packed, per Arrow batch and bucket, into one Arrow
-    IPC blob each (schema PACKED_SCHEMA).
+    IPC blob each (schema PACKED_SCHEMA). `before`: what becomes of an Arrow batch's rows before
+    they are packed (pre_aggregation.pre_aggregator); the clock rows read the rows as they came.
 
     transformWithStateInPandas hands a processor its rows one Python tuple at a time (PySpark
     4.3's worker regroups rows by key through itertuples): at 100,000 rows a batch that was the
@@ -38,9 +40,10 @@ def pack_rows(batches: t.Iterator["pa.RecordBatch"], clock: t.Callable | None = 
 
     context = TaskContext.get()
     next_pack = (context.partitionId() if context else 0) << 40
-    for batch in batches:
-        if batch.num_rows == 0:
+    for raw in batches:
+        if raw.num_rows == 0:
             continue
+        batch = before(raw) if before is not None else raw
         buckets = batch.column("__bucket").to_numpy(zero_copy_only=False)
         order = np.argsort(buckets, kind="stable")
         edges = np.concatenate([[0], np.flatnonzero(np.diff(buckets[order])) + 1, [len(order)]])
@@ -59,7 +62,7 @@ def pack_rows(batches: t.Iterator["pa.RecordBatch"], clock: t.Callable | None = 
             [pa.array(ids, pa.int32()), pa.array(packs, pa.int64()), pa.array(newest, pa.int64()),
              pa.array(blobs, pa.binary())], names=["__bucket", "__pack", "__newest", "__blob"])
         if clock is not None:  # clock_packer: the batch's extremes, to every bucket
-            extremes = clock(batch)
+            extremes = clock(raw)
             if extremes is not None:
                 yield extremes
 
@@ -67,7 +70,8 @@ def pack_rows(batches: t.Iterator["pa.RecordBatch"], clock: t.Callable | None = 
 CLOCK_PACK = -1  # a packed row whose __pack is this carries an input partition's batch extremes
 
 
-def clock_packer(bucket_ids: t.Sequence[int], key_count: int, side_column: str | None):
+def clock_packer(bucket_ids: t.Sequence[int], key_count: int, side_column: str | None,
+                 before: t.Callable | None = None):
     """mapInArrow body for a stream whose one clock is spread over buckets: `pack_rows`, and per
     input partition and Arrow batch one clock row for *every* bucket, its __blob as JSON: the
     partition's oldest and newest event time per side ({side: [low, high]}) over rows with a key
@@ -106,7 +110,7 @@ def clock_packer(bucket_ids: t.Sequence[int], key_count: int, side_column: str |
              pa.array([blob] * n, pa.binary())], names=["__bucket", "__pack", "__newest", "__blob"])
 
     ids = list(bucket_ids)
-    return functools.partial(pack_rows, clock=extremes)
+    return functools.partial(pack_rows, clock=extremes, before=before)
 
 
 def stream_bounds_of(packed: pd.DataFrame) -> tuple[pd.DataFrame, dict | None, int | None]:

@@ -49,9 +49,11 @@ __all__ = ["RESULT_ORDER", "SPREAD_KEY", "STAGE_VIEW", "SYSTEM_COLUMNS", "UPSTRE
 
 def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
                      bucket_ids: tuple[int, ...] = (), carry: bool = False, spread: bool = False,
-                     partial: bool = False) -> StatefulQuery:
+                     partial: bool = False, pre_aggregate: bool = False) -> StatefulQuery:
     """Check that the query has the windowed-aggregation shape and derive everything around the runtime.
 
+    `pre_aggregate`: a stream's no-key partial aggregation may be aggregated per input partition
+    before its stateful stage, where exact (streaming.pre_aggregation decides, knowing the input's types).
     `carry`: the second stage of a chain, whose input has the first stage's records in a CARRY
     column: they bypass the query's WHERE and are never row columns."""
     if plan.join is not None:  # window functions joined per key and window (spark/joins.py)
@@ -151,6 +153,7 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
         source_sql=from_sql, with_sql=with_sql, key_sql=keys, where_sql=condition,
         bucket_count=count, bucket_ids=tuple(bucket_ids)[:count], carry=carry,
         where_guard=len(calls) if inside else None, spread=spread and count > 1, partial_merge=merge,
+        pre_aggregate=pre_aggregate and merge is not None and mode == "streaming",
     )
 
 

@@ -65,6 +65,9 @@ class StatefulQuery:
     # (every bucket closes it in the same micro-batch: one clock), and typed_emissions_sql merges
     # them -- the merged SQL of each aggregate over the partial columns __agg<j>.
     partial_merge: tuple[str, ...] | None = None
+    # A stream's partial aggregation may start per input partition, before the stateful stage
+    # (streaming.pre_aggregation): the operator then merges rows of partial aggregates.
+    pre_aggregate: bool = False
     where_sql: str | None = None  # the query's WHERE over the input (part of source_sql)
 
     # -- step 1 ------------------------------------------------------------------------

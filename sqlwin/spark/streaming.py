@@ -41,19 +41,21 @@ from pyspark.sql import functions as F
 
 from sqlwin.errors import SqlwinUnsupportedError, SqlwinUsageError
 from sqlwin.outputs import METADATA, claim_sinks
-from sqlwin.spark import supervision
+from sqlwin.spark import layout, supervision
 from sqlwin.spark.around import describe as describe_around, rows_for_aggregates, stage_plan as around_stage
 from sqlwin.spark.checkpoint import (CONTROL, bucket_layout, check_chain_restart, check_restart, kept_layout,
                                      load_progress, remember_source_schemas, spread_layout, stored_metadata)
 from sqlwin.spark.connect import is_connect
 from sqlwin.spark.operator import OperatorConfig, choose_runtime, clock_packer, pack_rows
 from sqlwin.spark.processor import WindowProcessor
-from sqlwin.spark.replay import integral_flags, record_schema
+from sqlwin.spark.pre_aggregation import PreAggregation, pre_aggregator
+from sqlwin.spark.replay import aggregate_type, integral_flags, record_schema
 from sqlwin.spark.stateful import check_input_types, prepare_stateful
 from sqlwin.spark.stateful_query import STAGE_VIEW, StatefulQuery, can_spread_clock
 from sqlwin.spark.stream_handle import Stage, StreamingWindowQuery
 from sqlwin.spark.stream_sink import sink_writer
 from sqlwin.spark.stream_sources import SOURCE_VIEW, read_directory, with_malformed
+from sqlwin.sql.explain import interval_text
 from sqlwin.sql.joins import describe_join
 from sqlwin.spark.propagation import chain_stages, outer_query
 from sqlwin.sql.text import quote_identifier
@@ -155,10 +157,14 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     # A windowed aggregation with no key: partial aggregates per bucket, merged per window (a
     # checkpoint of an earlier version keeps its one bucket).
     partial = kept_layout(checkpoint, "partial_aggregation", spread and not later)
+    # ... its partial aggregates started per input partition, before the stateful stage (the
+    # operator's state then holds merged partials: a checkpoint of an earlier version keeps its rows').
+    pre = kept_layout(checkpoint, "pre_aggregation", partial)
     # min_by / max_by in the vectorised runtime (an earlier version's checkpoint holds them in
     # the general runtime's state, and keeps it).
-    layout = {"keyed": keyed, "by_aggregates": kept_layout(checkpoint, "vectorised_min_max_by", True)}
-    stateful = prepare_stateful(first, "streaming", buckets, bucket_ids, spread=spread, partial=partial)
+    state_layout = {"keyed": keyed, "by_aggregates": kept_layout(checkpoint, "vectorised_min_max_by", True)}
+    stateful = prepare_stateful(first, "streaming", buckets, bucket_ids, spread=spread, partial=partial,
+                                pre_aggregate=pre)
     if not later:
         check_restart(checkpoint, query_text, stateful, plan_of)
     else:
@@ -168,7 +174,7 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     control_dir = Path(checkpoint) / CONTROL
     control_dir.mkdir(parents=True, exist_ok=True)
     control = spark.readStream.schema("__bucket INT, __control STRING").json(str(control_dir))
-    output, schema, clock = _window_operator(runner, stateful, query_text, control, **layout)
+    output, schema, clock = _window_operator(runner, stateful, query_text, control, **state_layout)
     control_buckets = tuple(stateful.bucket_ids or range(stateful.bucket_count))
     inners: list[Stage] = []
     stage_plan = first
@@ -188,7 +194,7 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
             .createOrReplaceTempView(view)
         stage_plan = plan_of(outer_query(later_plan, view, {}))
         stateful = prepare_stateful(stage_plan, "streaming", buckets, bucket_ids, carry=True, spread=spread)
-        output, schema, clock = _window_operator(runner, stateful, query_text, control, **layout)
+        output, schema, clock = _window_operator(runner, stateful, query_text, control, **state_layout)
         control_buckets = tuple(sorted(set(control_buckets) | set(stateful.bucket_ids or range(stateful.bucket_count))))
     if later and clock != "none":
         raise SqlwinUnsupportedError(
@@ -235,18 +241,22 @@ def window_operator(stateful: StatefulQuery, rows: "DataFrame", row_schema, cont
     (sqlwin/spark/pipeline.py). `control`: the end-of-input rows (None: the input never ends)."""
     from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
-    schema = record_schema(stateful, row_schema)
+    schema = record_schema(stateful, row_schema)  # (the same columns and types over partial aggregates)
     # PACKED_SCHEMA as a StructType: a DDL string is parsed by the server (over Spark Connect), an analysis
     packed_schema = StructType([StructField("__bucket", IntegerType()), StructField("__pack", LongType()),
                                 StructField("__newest", LongType()), StructField("__blob", BinaryType())])
     config = stateful.config
     clock = "arrival" if stateful.relation.options.get("arrival_time") else (
         "processing" if config.timers else "none")
+    pre = pre_aggregation(stateful, row_schema, clock, by_aggregates)
     packer = pack_rows
     if stateful.spread:  # every bucket is told the stream's batch extremes
         side = "__a0" if stateful.plan.join is not None else None
-        packer = clock_packer(stateful.bucket_ids or range(stateful.bucket_count), config.key_count, side)
+        packer = clock_packer(stateful.bucket_ids or range(stateful.bucket_count), config.key_count, side,
+                              before=pre_aggregator(pre) if pre is not None else None)
     _known_schema(rows, row_schema)
+    if pre is not None:  # the operator reads rows of partial aggregates, and merges them
+        config, row_schema = pre.merged, pre_aggregated_schema(pre, row_schema)
     packed = rows.mapInArrow(packer, packed_schema).withColumn("__control", F.lit(None).cast(StringType()))
     operator_input = packed if control is None else packed.unionByName(control, allowMissingColumns=True)
     input_schema = StructType([*packed_schema.fields, StructField("__control", StringType())])
@@ -271,6 +281,32 @@ def window_operator(stateful: StatefulQuery, rows: "DataFrame", row_schema, cont
                                 row_schema.names, runtime_class, schema)
     output = operator_input.groupBy("__bucket").transformWithStateInPandas(processor, schema, "Append", time_mode)
     return output, schema, clock
+
+
+def pre_aggregation(stateful: StatefulQuery, row_schema, clock: str, by_aggregates: bool) -> PreAggregation | None:
+    """How a stream's no-key partial aggregation is aggregated per input partition before its
+    stateful stage (pre_aggregation.py), or None: not asked for (the checkpoint's layout), not
+    exact for this query, or a runtime that does not count rows by their weight."""
+    if not stateful.pre_aggregate or clock != "none":
+        return None
+    pre = PreAggregation.of(stateful.config, integral_flags(row_schema))
+    if pre is None:
+        return None
+    choice = choose_runtime(pre.merged, pre_aggregated_schema(pre, row_schema), by_aggregates=by_aggregates)
+    return pre if choice.segmented and getattr(choice.runtime, "takes_weights", False) else None
+
+
+def pre_aggregated_schema(pre: PreAggregation, row_schema):
+    """The Spark schema of the rows of partial aggregates (pre_aggregator's columns): each partial
+    typed as Spark types its aggregate."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    types = {f.name: f.dataType for f in row_schema.fields}
+    keep = [layout.BUCKET, *layout.keys(pre.config.key_count), layout.TIME, layout.PTIME, layout.ORDER]
+    fields = [StructField(name, types[name], True) for name in keep]
+    fields += [StructField(layout.argument(j), aggregate_type(spec, types), True)
+               for j, spec in enumerate(pre.config.aggregates)]
+    return StructType([*fields, StructField(layout.WEIGHT, LongType(), False)])
 
 
 def _known_schema(frame: "DataFrame", schema) -> None:
@@ -306,10 +342,13 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
     probe_schema = runner.sql(probe.input_sql(arrival=False), plan.sql).schema
     check_input_types(probe, probe_schema)
     count = buckets or runner.shuffle_partitions
-    stateful = prepare_stateful(plan, "streaming", count, spread=True, partial=True)
+    stateful = prepare_stateful(plan, "streaming", count, spread=True, partial=True, pre_aggregate=True)
     input_sql = stateful.input_sql(arrival=False)
     rows = runner.sql(input_sql, plan.sql)
     config = stateful.config
+    clock_kind = "arrival" if stateful.relation.options.get("arrival_time") else (
+        "processing" if config.timers else "none")
+    pre = pre_aggregation(stateful, rows.schema, clock_kind, True)
     choice = choose_runtime(config, rows.schema)
     engine = f"{choice.description}, {choice.storage}"
     if stateful.relation.options.get("arrival_time"):
@@ -329,6 +368,13 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
                        "Spark SQL merges the partials of each window: "
                        + ", ".join(f"{sql} -> {merged}" for sql, merged in zip(stateful.aggregate_sql,
                                                                            stateful.partial_merge)))
+        if pre is not None:
+            length, offset = pre.pane
+            spread_note += (f"; before that, each input partition aggregates its rows per bucket and pane of "
+                            f"{interval_text(length)}" + (f" (offset {interval_text(offset)})" if offset else "")
+                            + ": a pane's rows share their windows, so the operator "
+                            "merges a few rows of partial aggregates a batch, each counted as the rows it stands "
+                            "for (late rows too)")
     strategies = [
         (f"streaming: Structured Streaming; each micro-batch's rows packed per bucket (mapInArrow) into "
          f"{stateful.bucket_count} buckets (the session's shuffle partitions at the first start, kept by the "
