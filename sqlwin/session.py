@@ -11,6 +11,8 @@ import os
 import sys
 from pathlib import Path
 
+from sqlwin.jvm_output import jvm_output_to_stderr
+
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 MASTER_ENV = "SQLWIN_MASTER"
 REMOTE_ENV = "SQLWIN_REMOTE"
@@ -77,7 +79,8 @@ def _classic_session(app_name: str, master: str, shuffle_partitions: int, conf: 
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     try:
-        spark = builder.getOrCreate()
+        with jvm_output_to_stderr():  # a job's stdout is its own; no worker's debugging noise
+            spark = builder.getOrCreate()
     except Exception as err:
         _refuse_mixed_sessions(err, f"a {master} session", "a Spark Connect session")
         raise

@@ -28,7 +28,7 @@ import typing as t
 
 from sqlwin.cli_errors import runtime_error
 from sqlwin.cli_files import parse_tables, register_tables
-from sqlwin.cli_session import jvm_output_to_stderr, session_options
+from sqlwin.cli_session import session_options
 from sqlwin.errors import SqlwinRuntimeError, SqlwinUsageError
 
 DEFAULT_PORT = 10000  # HiveServer2's and start-thriftserver.sh's
@@ -157,8 +157,8 @@ def serve(args: argparse.Namespace, options: dict[str, t.Any], server_conf: dict
     server = spark = None
     try:
         print("sqlwin: starting Spark ...", file=sys.stderr, flush=True)
-        with jvm_output_to_stderr():  # as every command: the JVM's output on stderr, stdout for the URL
-            spark = session(app_name=args.name or "sqlwin-thriftserver", **options)
+        # sqlwin.session() puts the JVM's output on stderr, as for every command: stdout for the URL
+        spark = session(app_name=args.name or "sqlwin-thriftserver", **options)
         from sqlwin.api import attach
 
         sw = attach(spark)
