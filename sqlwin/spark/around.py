@@ -1,6 +1,7 @@
-"""SQL around the windows in a replay or a stream (sqlwin/sql/around.py finds it): the stage runs
-through the window runtime as any stateful query does; the SQL around it runs as Spark SQL over
-the stage's results -- once over a replay's, per micro-batch over a stream's (in foreachBatch).
+"""SQL around the windows in a replay or a stream (sqlwin/sql/around.py finds it): the stage (each
+of several) runs through the window runtime as any stateful query does; the SQL around it runs as
+Spark SQL over the stages' results -- once over a replay's, per micro-batch over a stream's (in
+foreachBatch; a stream of several stages runs a stateful branch per stage, spark/streaming.py).
 
 That is the answer the whole statement gives over a finished table where every piece of the SQL
 around sees each window's results whole, in one micro-batch: `stage_plans` checks it and says why
@@ -18,8 +19,8 @@ from sqlwin.errors import SqlwinUnsupportedError
 from sqlwin.sql.around import Around
 from sqlwin.sql.dialect import SqlwinDialect, WindowTVF
 from sqlwin.sql.plan import QueryPlan
-from sqlwin.sql.text import quote_identifier
 from sqlwin.spark.stateful import RESULT_ORDER, SYSTEM_COLUMNS, runtime_computes  # results carry the first two
+from sqlwin.spark.stateful_query import late_in_order
 
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -159,11 +160,7 @@ def stages_late(lates: list[tuple["DataFrame", int]]) -> "DataFrame":
     combined = frames[0]
     for frame in frames[1:]:
         combined = combined.unionByName(frame, allowMissingColumns=True)
-    hidden = [c for c in ("__batch",) if c in combined.columns]
-    leading = [c for c in frames[0].columns if c not in hidden and c != "stage"]
-    order = [*leading, "stage", *(c for c in combined.columns if c not in leading and c not in hidden and c != "stage"),
-             *hidden]
-    return combined.select(*(F.col(quote_identifier(c)) for c in order))
+    return late_in_order(combined, frames[0].columns)
 
 
 def stage_lines(strategies: list[list[str]]) -> list[str]:

@@ -1,5 +1,5 @@
-"""SQL around the windows: a query whose window functions sit in one subquery or CTE (the *stage*),
-and whose other SQL reads that stage's results (issue 23, item 1).
+"""SQL around the windows: a query whose window functions sit in a subquery or CTE (the *stage*; or
+several, each its own), and whose other SQL reads the stages' results (issue 23, items 1 and 3).
 
     SELECT auction, num FROM (
         SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY num DESC) AS rn
@@ -394,12 +394,13 @@ def _check_outer(around: Around, stages: list[exp.Expr], position_of: t.Callable
         if around.refusal is None:
             around.refusal = SqlwinUnsupportedError(message, position_of(node), hint)
 
-    def combines(node: exp.Expr, what: str, columns: t.Iterable[exp.Expr] = ()) -> None:
+    def combines(node: exp.Expr, what: str, columns: t.Sequence[exp.Expr] = ()) -> None:
         if around.per_window is None:
             around.per_window, around.per_window_text = position_of(node), what
         read = stages_read(node if isinstance(node, exp.Select) else node.find_ancestor(exp.Select))
-        if len(read) > 1:
-            around.across.append((position_of(node), what, read))
+        if len(read) > 1:  # placed at the piece's first window column (its ON, GROUP BY or PARTITION BY)
+            anchor = next((c for c in columns if isinstance(c, exp.Column) and c.name.lower() in starts | ends), node)
+            around.across.append((position_of(anchor), what, read))
         names = frozenset(c.name.lower() for c in columns if isinstance(c, exp.Column))
         around.per_window_columns = names if around.per_window_columns is None else around.per_window_columns & names
 
