@@ -515,3 +515,14 @@ def test_a_chain_beside_a_stage_numbers_its_stages_first(sw, spark, tables):
         sw.explain(chain_beside(False)[0], stream=True)
     where = chain_beside(False)[0].index("window_start, window_end, sum(n)") + 1  # the chain's last stage
     assert err.value.position is not None and (err.value.position.line, err.value.position.column) == (1, where)
+
+
+def test_two_stages_reject_a_null_time_once_per_stage_in_every_mode(sw, spark):
+    """A row with no time: each stage rejects it (`null_time`), over the finished table as in a replay."""
+    at = lambda m: T0 + dt.timedelta(minutes=m)  # noqa: E731
+    spark.createDataFrame([(at(1), 1, 0), (None, 2, 1), (at(7), 3, 2)], "ts TIMESTAMP, v INT, off INT") \
+        .createOrReplaceTempView("bids")
+    for arrival in ("", " WITH (arrival_order = off)"):
+        sw.sql(spans(arrival) + " LATE ROWS INTO bids_rejected").collect()
+        assert sorted((r.v, r.stage, r.reason) for r in spark.table("bids_rejected").collect()) == [
+            (2, 1, "null_time"), (2, 2, "null_time")], arrival
