@@ -526,3 +526,17 @@ def test_two_stages_reject_a_null_time_once_per_stage_in_every_mode(sw, spark):
         sw.sql(spans(arrival) + " LATE ROWS INTO bids_rejected").collect()
         assert sorted((r.v, r.stage, r.reason) for r in spark.table("bids_rejected").collect()) == [
             (2, 1, "null_time"), (2, 2, "null_time")], arrival
+
+
+def test_two_stages_in_a_stream_follow_event_time_refused_before_the_checkpoint(sw, spark, tmp_path):
+    """A processing-time stage beside another: refused before anything is written in the checkpoint."""
+    from sqlwin.testing import feed_stream
+
+    at = lambda m: T0 + dt.timedelta(minutes=m)  # noqa: E731
+    bids = spark.createDataFrame([(at(m), v, off) for m, v, off in BIDS], "ts TIMESTAMP, v INT, off INT")
+    bids.createOrReplaceTempView("bids")
+    text = spans("").replace("DESCRIPTOR(ts), INTERVAL 10 MINUTES", "DESCRIPTOR(PROCTIME()), INTERVAL 10 MINUTES")
+    with pytest.raises(SqlwinUnsupportedError, match="follows event time only") as err:
+        feed_stream(sw, text, bids, "bids", None, "off", workdir=str(tmp_path))
+    assert err.value.position is not None and err.value.position.line == 3
+    assert not (tmp_path / "checkpoint" / "sqlwin.json").exists()

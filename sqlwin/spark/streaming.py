@@ -62,6 +62,7 @@ from sqlwin.sql.text import quote_identifier
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from sqlwin.errors import Position
     from sqlwin.spark.runner import SparkRunner
     from sqlwin.sql.plan import QueryPlan
 
@@ -147,6 +148,12 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     probe = prepare_stateful(first, "streaming", 1)
     probe_schema = runner.sql(probe.input_sql(arrival=False), query_text).schema
     check_input_types(probe, probe_schema)
+    for index, one in enumerate(beside, start=1):  # so is a stage side by side
+        beside_probe = prepare_stateful(one, "streaming", 1)
+        check_input_types(beside_probe, runner.sql(beside_probe.input_sql(arrival=False), query_text).schema)
+        for stage, part in ((probe, around.parts[0]), (beside_probe, around.parts[index])):
+            if stage.config.timers or stage.relation.options.get("arrival_time"):
+                raise _event_time_only(part.position, query_text)
     bucket_ids = bucket_layout(spark, checkpoint, query_text, buckets)
     buckets = len(bucket_ids)
     # One clock for the stream: spread over the buckets by the GROUP BY keys (a chain: each stage
@@ -232,16 +239,21 @@ def _branches(runner: "SparkRunner", query_text: str, stateful: StatefulQuery, o
         query = prepare_stateful(plan, "streaming", settings["buckets"], settings["bucket_ids"],
                                  spread=settings["spread"], partial=settings["partial"])
         records, branch_schema, branch_clock = _window_operator(runner, query, query_text, control, **layout)
-        if clock != "none" or branch_clock != "none":
-            raise SqlwinUnsupportedError(
-                "A stream of several windowed stages follows event time only: each stage's windows close as its "
-                "watermark moves with the rows", plan.windows[0].position,
-                "event-time windows and EMIT without intervals in every stage", query=query_text)
+        if clock != "none" or branch_clock != "none":  # (refused before the checkpoint is written)
+            raise _event_time_only(None, query_text)
         columns = {name: branch_column(number, name) for name in branch_schema.names}
         records = records.select(*(F.col(name).alias(renamed) for name, renamed in columns.items()))
         tagged = tagged.unionByName(records.withColumn(STAGE_COLUMN, F.lit(number)), allowMissingColumns=True)
         branches.append(Branch(query, columns))
     return tagged, branches
+
+
+def _event_time_only(where: "Position | None", query_text: str) -> SqlwinUnsupportedError:
+    """Stages side by side in a stream with a timer (processing time, EMIT intervals): `where` the stage."""
+    return SqlwinUnsupportedError(
+        "A stream of several windowed stages side by side follows event time only: each stage's windows close "
+        "as its watermark moves with the rows, and the branches share no timers", where,
+        "event-time windows and EMIT without intervals in every stage", query=query_text)
 
 
 def stream_name(query_text: str, sink: str) -> str:
