@@ -60,7 +60,8 @@ class Sqlwin:
         resolver = _SchemaResolver(self.runner, query, tables=tables)
         plan = build_plan(query, resolver, self.spark.conf.get("spark.sql.session.timeZone") or "UTC",
                           tables=tables)
-        for one in (plan, plan.around.stage if plan.around is not None else None):
+        stages = [part.plan for part in plan.around.parts] if plan.around is not None else []
+        for one in (plan, *stages):
             if one is not None:  # count(*) is count(1), as in Spark
                 name_select_items(one, lambda sql: self.runner.sql(sql, query).columns)
         if plan.around is not None:

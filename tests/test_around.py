@@ -341,3 +341,202 @@ def test_early_firings_and_a_clock_per_key_refused(sw, tables):
     assert err.value.position is not None
     # a projection over a clock per key is row by row: it runs
     sw.sql(query("project", "tumble", True).replace("TABLE ev WATERMARK", "TABLE ev PARTITION BY k WATERMARK")).collect()
+
+
+# -- two (or more) different windowed stages in one statement ------------------------------------
+
+BIDS = [  # (ts minute, v, off): each row its own micro-batch; the row at 00:02 arrives after the one at 00:12
+    (1, 1, 0), (3, 2, 1), (6, 3, 2), (9, 4, 3), (12, 5, 4), (2, 6, 5), (16, 7, 6), (25, 8, 7)]
+
+
+def spans(arrival: str) -> str:
+    table = f"bids WATERMARK ts DELAY OF INTERVAL 1 MINUTE{arrival}"
+    return (f"SELECT 'short' AS span, window_start, window_end, count(*) AS n FROM TUMBLE(TABLE {table}, "
+            "DESCRIPTOR(ts), INTERVAL 5 MINUTES) GROUP BY window_start, window_end\nUNION ALL\n"
+            f"SELECT 'long', window_start, window_end, count(*) FROM TUMBLE(TABLE {table}, DESCRIPTOR(ts), "
+            "INTERVAL 10 MINUTES) GROUP BY window_start, window_end")
+
+
+def test_a_union_all_of_two_stages_by_hand(sw, spark, tmp_path):
+    """The 5- and 10-minute counts of one table, a UNION ALL of two stages. Over the finished table
+    every row counts. Replayed and streamed (a restart from the checkpoint after four batches), the
+    row at 00:02 comes after the one at 00:12 (watermark 00:11): late for [00:00, 00:05) and for
+    [00:00, 00:10), each stage judging it and listing it under its number."""
+    from sqlwin.testing import feed_stream
+
+    at = lambda m: T0 + dt.timedelta(minutes=m)  # noqa: E731
+    bids = spark.createDataFrame([(at(m), v, off) for m, v, off in BIDS], "ts TIMESTAMP, v INT, off INT")
+    bids.createOrReplaceTempView("bids")
+    expected = {("short", 0, 5): 3, ("short", 5, 10): 2, ("short", 10, 15): 1, ("short", 15, 20): 1,
+                ("short", 25, 30): 1, ("long", 0, 10): 5, ("long", 10, 20): 2, ("long", 20, 30): 1}
+    as_rows = lambda d: sorted((s, at(a), at(b), n) for (s, a, b), n in d.items())  # noqa: E731
+    assert sorted(tuple(r) for r in sw.sql(spans("")).collect()) == as_rows(expected)
+    replayed = sw.sql(spans(" WITH (arrival_order = off)") + " LATE ROWS INTO bids_late")
+    expected.update({("short", 0, 5): 2, ("long", 0, 10): 4})
+    assert sorted(tuple(r) for r in replayed.collect()) == as_rows(expected)
+    late = spark.table("bids_late")
+    late_expected = [(at(2), 5, 1, at(0), at(5), "late"), (at(2), 5, 2, at(0), at(10), "late")]
+    assert sorted((r.ts, r.off, r.stage, r.window_start, r.window_end, r.reason) for r in late.collect()) \
+        == late_expected
+    assert late.columns[:3] == ["ts", "v", "off"] and "stage" in late.columns
+    fed = feed_stream(sw, spans("") + " LATE ROWS INTO bids_late", bids, "bids", None, "off",
+                      workdir=str(tmp_path), late=True, restart_after=4)
+    assert sorted(fed.rows) == as_rows(expected)
+    names = [f.name for f in fed.late_schema.fields]
+    assert sorted((r[0], r[2], r[names.index("stage")], r[4], r[5], r[6]) for r in fed.late_rows) == late_expected
+    assert fed.status["stages"] == {1: {"late": 1, "rejected": 0}, 2: {"late": 1, "rejected": 0}}
+    assert fed.status["rows"] == len(BIDS) and fed.status["late_rows"] == 2
+    for text in (sw.explain(spans(" WITH (arrival_order = off)")), sw.explain(spans(""), stream=True)):
+        assert "2 stateful stages" in str(text) and "-- stage 2" in str(text)
+
+
+SYSTEM = ("op", "firing", "emit_seq")  # what a replay adds to a stage's results alone (not to the SQL around)
+
+TWO_STAGES = {  # two different windowed stages, each in its subquery, CTE or UNION ALL branch
+    "union": "SELECT 'one' AS which, k, window_start, window_end, n FROM ({s1}) a "
+             "UNION ALL SELECT 'two', k, window_start, window_end, n FROM ({s2}) b WHERE n > 1",
+    "branches": "{s1} UNION ALL {s2}",
+    # a piece over both stages' rows of a window: the same table, WHERE, watermark and windows
+    "join": "WITH a AS ({s1}), b AS ({s2}) SELECT a.k, a.window_start, a.window_end, a.n, b.s FROM a JOIN b "
+            "ON a.k = b.k AND a.window_start = b.window_start AND a.window_end = b.window_end",
+    "per_window": "SELECT window_start, window_end, sum(n) AS total, max(s) AS top FROM "
+                  "(SELECT * FROM ({s1}) a UNION ALL SELECT * FROM ({s2}) b) GROUP BY window_start, window_end",
+}
+
+TWO_STAGE_CASES = [  # (shape, the first stage's window, the second's (with HAVING), restart after batch)
+    ("union", "tumble", "hop", None), ("branches", "session", "cumulate", 2), ("join", "hop", "hop", 1),
+    ("per_window", "tumble", "tumble", None)]
+
+
+def two_stages(shape: str, first: str, second: str, arrival: bool) -> str:
+    return TWO_STAGES[shape].replace("{s1}", stage(first, arrival, False, False)) \
+        .replace("{s2}", stage(second, arrival, True, False))
+
+
+@pytest.mark.parametrize("shape,first,second,restart", TWO_STAGE_CASES)
+def test_two_stages_in_every_mode(sw, tables, tmp_path, shape, first, second, restart):
+    """Every row on time: complete input = the replay of each stage and the SQL around them = one
+    stream with a stateful branch per stage (restarted from its checkpoint in some)."""
+    from sqlwin.testing import feed_stream
+
+    tables["on_time"].createOrReplaceTempView("ev")
+    complete = rows(sw.sql(two_stages(shape, first, second, False)))
+    assert complete, "the case must have results to compare"
+    assert rows(sw.sql(two_stages(shape, first, second, True))) == complete
+    fed = feed_stream(sw, two_stages(shape, first, second, False), tables["on_time"], "ev", "batch", "off",
+                      workdir=str(tmp_path), restart_after=restart)
+    assert fed_rows(fed) == complete
+    assert fed.status["rows"] == tables["on_time"].count()
+
+
+@pytest.mark.parametrize("first,second", [("tumble", "hop"), ("session", "cumulate")])
+def test_two_stages_late_rows_replay_equals_stream(sw, spark, tables, tmp_path, first, second):
+    """Late rows: the statement's results are each stage's replayed alone, its late rows each stage's
+    own late rows under its number, and a stream gives the same rows and late rows (per stage)."""
+    from sqlwin.testing import feed_stream
+
+    tables["late"].createOrReplaceTempView("ev")
+    both = rows(sw.sql(two_stages("branches", first, second, True) + " LATE ROWS INTO two_late"))
+    late = Counter((r.stage, r.k, r.ts, r.window_start, r.window_end) for r in spark.table("two_late").collect())
+    alone, alone_late = Counter(), Counter()
+    for number, one in ((1, stage(first, True, False, False)), (2, stage(second, True, True, False))):
+        alone += rows(sw.sql(one + " LATE ROWS INTO one_late").drop(*SYSTEM))
+        alone_late += Counter((number, r.k, r.ts, r.window_start, r.window_end)
+                              for r in spark.table("one_late").collect())
+    assert {s for s, *_ in late} == {1, 2}, "each stage must have late rows, or the case tests nothing"
+    assert both == alone
+    assert late == alone_late
+    fed = feed_stream(sw, two_stages("branches", first, second, False) + " LATE ROWS INTO two_late",
+                      tables["late"], "ev", "batch", "off", workdir=str(tmp_path), late=True)
+    assert fed_rows(fed) == both
+    names = [f.name for f in fed.late_schema.fields]
+    assert Counter((r[names.index("stage")], r[0], r[1], r[names.index("window_start")],
+                    r[names.index("window_end")]) for r in fed.late_rows) == late
+    assert fed.status["stages"] == {n: {"late": sum(c for (s, *_), c in late.items() if s == n), "rejected": 0}
+                                    for n in (1, 2)}
+
+
+ACROSS_REFUSED = [  # a piece over two stages' rows of a window, whose windows close in different micro-batches
+    (("join", "tumble", "hop"), "their windows differ"),
+    (("per_window", "tumble", "session"), "formed from their rows"),
+]
+
+
+@pytest.mark.parametrize("case,message", ACROSS_REFUSED)
+def test_two_stages_combined_per_window_need_one_clock(sw, tables, case, message):
+    tables["on_time"].createOrReplaceTempView("ev")
+    for text in (two_stages(*case, True), two_stages(*case, False)):
+        with pytest.raises(SqlwinUnsupportedError, match="combines the results of") as err:
+            sw.explain(text, stream=True) if text == two_stages(*case, False) else sw.sql(text)
+        assert message in err.value.message
+        assert err.value.position is not None
+    sw.sql(two_stages(*case, False)).collect()  # complete input runs it
+    where = two_stages("join", "tumble", "tumble", True).replace(
+        "GROUP BY k, window_start, window_end HAVING", "WHERE v > 2 GROUP BY k, window_start, window_end HAVING")
+    with pytest.raises(SqlwinUnsupportedError, match="rows kept"):
+        sw.sql(where)
+
+
+def chain_beside(arrival: bool) -> tuple[str, str, str]:
+    """A chain of two (10 minutes per key, then 20 minutes over every key) beside a HOP aggregation;
+    the chain alone; the HOP alone."""
+    table = f"ev WATERMARK ts DELAY OF INTERVAL 2 MINUTES{' WITH (arrival_order = off, arrival_batch = batch)' * arrival}"
+    chain = (f"WITH per_k AS (SELECT k, window_start, window_end, window_time, count(*) AS n FROM TUMBLE(TABLE {table}, "
+             "DESCRIPTOR(ts), INTERVAL 10 MINUTES) GROUP BY k, window_start, window_end, window_time), "
+             "total AS (SELECT window_start, window_end, sum(n) AS n FROM TUMBLE(TABLE per_k, DESCRIPTOR(window_time), "
+             "INTERVAL 20 MINUTES) GROUP BY window_start, window_end) ")
+    hop = (f"SELECT window_start, window_end, count(*) AS n FROM HOP(TABLE {table}, DESCRIPTOR(ts), "
+           "INTERVAL 5 MINUTES, INTERVAL 10 MINUTES) GROUP BY window_start, window_end")
+    both = chain + "SELECT 'chain' AS which, window_start, window_end, n FROM total UNION ALL " + \
+        hop.replace("SELECT window_start", "SELECT 'hop', window_start")
+    return both, chain + "SELECT * FROM total", hop
+
+
+def test_a_chain_beside_a_stage_numbers_its_stages_first(sw, spark, tables):
+    """The chain, written first, is stages 1 and 2, the HOP aggregation 3: each one's late rows are
+    those it gives alone. A stream refuses the chain beside another stage, at the chain."""
+    tables["late"].createOrReplaceTempView("ev")
+    both, chain, hop = chain_beside(True)
+    key = lambda r: (r.stage, r.window_start, r.window_end, r.reason)  # noqa: E731
+    assert rows(sw.sql(chain_beside(False)[0])) == Counter(
+        ("chain", *r) for r in rows(sw.sql(chain_beside(False)[1]))) + Counter(
+        ("hop", *r) for r in rows(sw.sql(chain_beside(False)[2])))
+    result = rows(sw.sql(both + " LATE ROWS INTO beside_late"))
+    late = Counter(key(r) for r in spark.table("beside_late").collect())
+    chain_result = rows(sw.sql(chain + " LATE ROWS INTO beside_late").drop(*SYSTEM))
+    chain_late = Counter(key(r) for r in spark.table("beside_late").collect())
+    hop_result = rows(sw.sql(hop + " LATE ROWS INTO beside_late").drop(*SYSTEM))
+    hop_late = Counter((3, r.window_start, r.window_end, r.reason) for r in spark.table("beside_late").collect())
+    # (the chain's stage 2 has none: its watermark follows stage 1's firings)
+    assert {s for s, *_ in late} == {1, 3}, "the chain and the HOP must have late rows, or the case tests nothing"
+    assert late == chain_late + hop_late
+    assert result == Counter(("chain", *r) for r in chain_result) + Counter(("hop", *r) for r in hop_result)
+    with pytest.raises(SqlwinUnsupportedError, match="A chain of windowed aggregations") as err:
+        sw.explain(chain_beside(False)[0], stream=True)
+    where = chain_beside(False)[0].index("window_start, window_end, sum(n)") + 1  # the chain's last stage
+    assert err.value.position is not None and (err.value.position.line, err.value.position.column) == (1, where)
+
+
+def test_two_stages_reject_a_null_time_once_per_stage_in_every_mode(sw, spark):
+    """A row with no time: each stage rejects it (`null_time`), over the finished table as in a replay."""
+    at = lambda m: T0 + dt.timedelta(minutes=m)  # noqa: E731
+    spark.createDataFrame([(at(1), 1, 0), (None, 2, 1), (at(7), 3, 2)], "ts TIMESTAMP, v INT, off INT") \
+        .createOrReplaceTempView("bids")
+    for arrival in ("", " WITH (arrival_order = off)"):
+        sw.sql(spans(arrival) + " LATE ROWS INTO bids_rejected").collect()
+        assert sorted((r.v, r.stage, r.reason) for r in spark.table("bids_rejected").collect()) == [
+            (2, 1, "null_time"), (2, 2, "null_time")], arrival
+
+
+def test_two_stages_in_a_stream_follow_event_time_refused_before_the_checkpoint(sw, spark, tmp_path):
+    """A processing-time stage beside another: refused before anything is written in the checkpoint."""
+    from sqlwin.testing import feed_stream
+
+    at = lambda m: T0 + dt.timedelta(minutes=m)  # noqa: E731
+    bids = spark.createDataFrame([(at(m), v, off) for m, v, off in BIDS], "ts TIMESTAMP, v INT, off INT")
+    bids.createOrReplaceTempView("bids")
+    text = spans("").replace("DESCRIPTOR(ts), INTERVAL 10 MINUTES", "DESCRIPTOR(PROCTIME()), INTERVAL 10 MINUTES")
+    with pytest.raises(SqlwinUnsupportedError, match="follows event time only") as err:
+        feed_stream(sw, text, bids, "bids", None, "off", workdir=str(tmp_path))
+    assert err.value.position is not None and err.value.position.line == 3
+    assert not (tmp_path / "checkpoint" / "sqlwin.json").exists()

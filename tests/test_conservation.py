@@ -269,3 +269,30 @@ def test_a_chain_of_three_gives_complete_inputs_answer(sw, spark):
     assert len(complete) == 8 and sum(r[2] for r in complete) == 2 * 200, complete
     replayed = sorted(tuple(r)[:4] for r in sw.sql(text.format(arrival=ARRIVAL)).collect())
     assert replayed == complete
+
+
+def test_two_stages_side_by_side_each_account_for_every_row(sw, spark, tmp_path):
+    """A UNION ALL of a TUMBLE and a SESSION aggregation over one table (a clock per key): each stage
+    on its own holds every row once -- in a window, late, or rejected (NULL key or time) -- under its
+    `stage`; a stream counts the source's rows once and each stage's late and rejected rows apart."""
+    rows = _stream(random.Random(23), 80)
+    table = _table(spark, "cons_two", rows)
+    function = "{f}(TABLE cons_two PARTITION BY k WATERMARK ts DELAY OF INTERVAL 1 MINUTE " + ARRIVAL + \
+        ", DESCRIPTOR(ts), {size})"
+    query = (f"SELECT 'tumble' AS which, k, window_start, window_end, collect_list(id) AS ids FROM "
+             f"{function.format(f='TUMBLE', size='INTERVAL 5 MINUTES')} GROUP BY k, window_start, window_end "
+             f"UNION ALL SELECT 'session', k, window_start, window_end, collect_list(id) FROM "
+             f"{function.format(f='SESSION', size='INTERVAL 3 MINUTES')} GROUP BY k, window_start, window_end "
+             "LATE ROWS INTO cons_two_late")
+    for mode in ("replay", "stream"):
+        results, late, status = _outputs(sw, spark, query, table, "cons_two", mode, tmp_path, "cons_two_late")
+        for number, which in ((1, "tumble"), (2, "session")):
+            windowed = Counter(i for r in results if r["which"] == which for i in r["ids"])
+            mine = [r for r in late if r["stage"] == number]
+            _check_accounted(rows, windowed, mine, exact=True)
+            if status is not None:
+                assert status["stages"][number] == {"late": sum(1 for r in mine if r["reason"] == "late"),
+                                                    "rejected": sum(1 for r in mine if r["reason"] != "late")}
+        assert {r["stage"] for r in late} == {1, 2}, mode
+        if status is not None:
+            assert status["rows"] == len(rows)

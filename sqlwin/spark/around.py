@@ -1,9 +1,10 @@
-"""SQL around the windows in a replay or a stream (sqlwin/sql/around.py finds it): the stage runs
-through the window runtime as any stateful query does; the SQL around it runs as Spark SQL over
-the stage's results -- once over a replay's, per micro-batch over a stream's (in foreachBatch).
+"""SQL around the windows in a replay or a stream (sqlwin/sql/around.py finds it): the stage (each
+of several) runs through the window runtime as any stateful query does; the SQL around it runs as
+Spark SQL over the stages' results -- once over a replay's, per micro-batch over a stream's (in
+foreachBatch; a stream of several stages runs a stateful branch per stage, spark/streaming.py).
 
 That is the answer the whole statement gives over a finished table where every piece of the SQL
-around sees each window's results whole, in one micro-batch: `stage_plan` checks it and says why
+around sees each window's results whole, in one micro-batch: `stage_plans` checks it and says why
 where it does not hold.
 """
 
@@ -19,16 +20,19 @@ from sqlwin.sql.around import Around
 from sqlwin.sql.dialect import SqlwinDialect, WindowTVF
 from sqlwin.sql.plan import QueryPlan
 from sqlwin.spark.stateful import RESULT_ORDER, SYSTEM_COLUMNS, runtime_computes  # results carry the first two
+from sqlwin.spark.stateful_query import late_in_order
 
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
 
-def stage_plan(plan: QueryPlan, mode: str, streams: t.Iterable[str] = ()) -> QueryPlan:
-    """The stage's own plan, after checking that the SQL around it runs per micro-batch with the
-    statement's answer. `streams`: the names (views) of a stream's sources, which the SQL around
-    the stage must not read (they are streams, not tables)."""
+def stage_plans(plan: QueryPlan, mode: str, streams: t.Iterable[str] = ()) -> list[QueryPlan]:
+    """Each stage's own plan, in statement order, after checking that the SQL around them runs per
+    micro-batch with the statement's answer -- each piece of SQL that combines rows of two stages
+    per window too: exact per micro-batch only where both close a window in the same one.
+    `streams`: the names (views) of a stream's sources, which the SQL around the stages must not
+    read (they are streams, not tables)."""
     around = plan.around
     if around.refusal is not None:
         raise around.refusal
@@ -40,7 +44,30 @@ def stage_plan(plan: QueryPlan, mode: str, streams: t.Iterable[str] = ()) -> Que
                 "streams, the SQL around their results reads tables", around.position,
                 "a window function over each stream (a windowed join: TUMBLE(...) l JOIN TUMBLE(...) r ON keys and "
                 "window bounds), or a table in place of the stream", query=plan.sql)
-    stage = around.stage
+    stages = [part.plan for part in around.parts]
+    for stage in stages:
+        _check_stage(plan, around, stage, mode)
+    for where, what, read in around.across:
+        _check_across(plan, [around.parts[i] for i in sorted(read)], where, what)
+    return stages
+
+
+def refuse_chains_beside(around: Around, query: str) -> None:
+    """A stream of several stages side by side runs each as a stateful branch of its own; a chain
+    among them would be branches carried through each other's operators, which one sink cannot yet
+    tell apart from the stages beside it."""
+    for part in around.parts:
+        if part.plan.propagation is not None:
+            raise SqlwinUnsupportedError(
+                f"A chain of windowed aggregations ({part.name}) beside other windowed stages in one stream: a chain "
+                "carries its earlier stages' records through its later operators, and a stream of several stages "
+                "tells its stages' records apart by one branch each", part.position,
+                "the chain alone in its stream (the other stages in another stream), or the statement replayed "
+                "(WITH (arrival_order = ...)) or over a finished table", query=query)
+
+
+def _check_stage(plan: QueryPlan, around: Around, stage: QueryPlan, mode: str) -> None:
+    """One stage's results read per micro-batch: final firings, each window whole in one micro-batch."""
     emit = stage.emit
     join_complete = stage.join is not None and stage.join.emit_mode == "complete"
     if (not emit.is_final_only or emit.allowed_lateness or join_complete) and around.rows_sql is None:
@@ -63,20 +90,92 @@ def stage_plan(plan: QueryPlan, mode: str, streams: t.Iterable[str] = ()) -> Que
                     "in different micro-batches", around.per_window,
                     "one clock for the stream (no PARTITION BY on the window function, or WITH (watermark_scope = "
                     "'stream')), or a PARTITION BY of the SQL around that holds the window's keys", query=plan.sql)
-    return stage
 
 
-def outer_frame(spark: "SparkSession", around: Around, stage_results: "DataFrame") -> "DataFrame":
-    """The SQL around the stage over `stage_results` (a replay's result, a micro-batch's): the stage's
-    own columns only, as over a finished table (its firings are final: op / firing / emit_seq say
-    nothing more)."""
-    view = f"__sqlwin_around_{uuid.uuid4().hex[:12]}"
-    keep = [c for c in stage_results.columns if c not in SYSTEM_COLUMNS and c not in RESULT_ORDER]
-    stage_results.select(*keep).createOrReplaceTempView(view)
+def _check_across(plan: QueryPlan, parts: list, where, what: str) -> None:
+    """A piece combining rows of several stages per window (a join of their results on the window
+    bounds, an aggregation over their union per window) sees a window's rows of every stage whole
+    only where each stage closes it in the same micro-batch: the same clock -- one source, the same
+    rows reaching it (WHERE), the same watermark and options -- and the same windows, fixed ones."""
+    names = " and ".join(part.name for part in parts)
+    facts = []
+    for part in parts:
+        stage = part.plan
+        if stage.aggregation is None or stage.join is not None or stage.propagation is not None:
+            reason = f"{part.name} is a windowed join or a chain, whose windows close by clocks of their own"
+            break
+        relation = stage.aggregation.relation
+        where_sql = stage.ast.args.get("where")
+        facts.append({"table": (relation.source or "").lower(), "rows kept (WHERE)":
+                      where_sql.sql(dialect="spark") if where_sql is not None else "",
+                      "time column": relation.time, "watermark": relation.watermark, "options": relation.options,
+                      "PARTITION BY": relation.partition_by, "windows": relation.windower})
+        if not relation.windower.aligned:
+            reason = (f"{part.name}'s {relation.function} windows are formed from their rows (they close by what "
+                      "each stage's keys hold)")
+            break
+    else:
+        differ = [fact for fact in facts[0] if any(other[fact] != facts[0][fact] for other in facts[1:])]
+        if not differ:
+            return
+        reason = f"their {', '.join(differ)} differ, so one can close a window in a micro-batch the other has not"
+    raise SqlwinUnsupportedError(
+        f"{what[0].upper()}{what[1:]} combines the results of {names} per window: each window must be whole in one "
+        f"micro-batch in every stage, and {reason}", where,
+        "stages with one window function each over the same table, WHERE, watermark and windows (TUMBLE, HOP or "
+        "CUMULATE), or each stage's results read on their own (a UNION ALL of them, projections, filters)",
+        query=plan.sql)
+
+
+def outer_frame(spark: "SparkSession", around: Around,
+                stage_results: "DataFrame | list[DataFrame]") -> "DataFrame":
+    """The SQL around the stage over `stage_results` (a replay's result, a micro-batch's; one per stage
+    where there are several): the stage's own columns only, as over a finished table (its firings are
+    final: op / firing / emit_seq say nothing more)."""
+    results = stage_results if isinstance(stage_results, list) else [stage_results]
+    views = [f"__sqlwin_around_{uuid.uuid4().hex[:12]}" for _ in results]
+    for view, frame in zip(views, results):
+        keep = [c for c in frame.columns if c not in SYSTEM_COLUMNS and c not in RESULT_ORDER]
+        frame.select(*keep).createOrReplaceTempView(view)
     try:  # analysed now: the DataFrame keeps its plan, and a stream leaves no view per micro-batch behind
-        return spark.sql(around.outer_sql(view))
+        return spark.sql(around.outer_sql(views))
     finally:
-        spark.catalog.dropTempView(view)
+        for view in views:
+            spark.catalog.dropTempView(view)
+
+
+def stages_late(lates: list[tuple["DataFrame", int]]) -> "DataFrame":
+    """Several stages' late and rejected rows in one table: each stage's (DataFrame, number of its first
+    stateful stage), with `stage` (a chain's own numbers shifted to the statement's); each stage's row
+    columns, the others' NULL."""
+    from pyspark.sql import functions as F
+
+    frames = []
+    for frame, number in lates:
+        if "stage" in frame.columns:  # a chain: its stages 1, 2, ... are number, number + 1, ...
+            frame = frame.withColumn("stage", F.col("stage") + F.lit(number - 1))
+        else:
+            frame = frame.withColumn("stage", F.lit(number))
+        frames.append(frame)
+    combined = frames[0]
+    for frame in frames[1:]:
+        combined = combined.unionByName(frame, allowMissingColumns=True)
+    return late_in_order(combined, frames[0].columns)
+
+
+def stage_lines(strategies: list[list[str]]) -> list[str]:
+    """explain's lines of each stage, each marked with its stage where there are several."""
+    if len(strategies) == 1:
+        return strategies[0]
+    return [f"stage {i + 1}, {line}" for i, lines in enumerate(strategies) for line in lines]
+
+
+def explained_sql(around: Around, stage_sql: list[str]) -> str:
+    """explain's Spark SQL: each stage's, then the SQL around their results."""
+    if len(stage_sql) == 1:
+        return f"{stage_sql[0]}\n  -- then, over the stage's results: {around.outer_sql('<stage>')}"
+    lines = [f"-- stage {i + 1} ({part.name}):\n  {sql}" for i, (part, sql) in enumerate(zip(around.parts, stage_sql))]
+    return "\n  ".join([*lines, f"-- then, over the stages' results: {around.outer_sql('<stage>')}"])
 
 
 def describe(around: Around, mode: str) -> str:
@@ -85,10 +184,15 @@ def describe(around: Around, mode: str) -> str:
         "per micro-batch, in foreachBatch, over the batch's results of the stage"
     per_window = f" ({around.per_window_text}: each window's results are whole in one micro-batch, " \
                  "one clock for the stream closing it in every bucket at once)" if around.per_window else ""
-    stage = (f"the window functions in {around.name} are the stateful stage" if around.rows_sql is None else
-             "the window function's rows are the stateful stage (each distinct row per window with its copies, "
-             + ("kept until the window closes)" if around.per_window or "EMIT FINAL" in around.stage_sql
-                else "given as they arrive)"))
+    if around.others:
+        names = "; ".join(f"<stage {i + 1}>: the window functions in {part.name}" for i, part in enumerate(around.parts))
+        stage = f"{len(around.parts)} stateful stages, each on its own ({names})"
+    elif around.rows_sql is None:
+        stage = f"the window functions in {around.name} are the stateful stage"
+    else:
+        stage = ("the window function's rows are the stateful stage (each distinct row per window with its copies, "
+                 + ("kept until the window closes)" if around.per_window or "EMIT FINAL" in around.stage_sql
+                    else "given as they arrive)"))
     return (f"around: {stage}; the SQL around their results runs as Spark SQL {when}{per_window}: "
             f"{around.outer_sql('<stage results>')}")
 

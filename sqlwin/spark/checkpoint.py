@@ -165,13 +165,14 @@ def check_chain_restart(checkpoint: str, query_text: str) -> None:
     """A stream of two chained aggregations restarts with its checkpoint's query only (its text,
     up to whitespace): the outer stage's state settings depend on the inner stage's result
     columns, which `check_restart` cannot compare without building the checkpoint's inner stage,
-    so no change is taken on trust."""
+    so no change is taken on trust. So does a stream of stages side by side: its state is a branch
+    per stage, in the order the statement writes them."""
     before = stored_metadata(checkpoint).get("query")
     if not before or before.split() == query_text.split():
         return
     raise SqlwinUsageError(
-        f"The checkpoint at {checkpoint} holds the state of another query; a stream of two chained "
-        f"windowed aggregations restarts only with the query that started it:\n  {before}",
+        f"The checkpoint at {checkpoint} holds the state of another query; a stream of several windowed "
+        f"stages (chained, or side by side) restarts only with the query that started it:\n  {before}",
         hint="that query, or a fresh checkpoint")
 
 

@@ -25,6 +25,7 @@ from sqlwin.spark.complete_grouped import grouped_fast_path
 from sqlwin.spark.complete_rejected import rejected_rows_sql
 from sqlwin.spark.complete_sql import LoweringDialect, RawRelation, relation_alias, strip_modifiers, timestamp_type
 from sqlwin.spark.complete_windows import annotate
+from sqlwin.sql.around import stage_numbers
 from sqlwin.sql.dialect import WindowTVF
 from sqlwin.sql.plan import WINDOW_COLUMNS, QueryPlan, window_keys
 from sqlwin.sql.text import quote_identifier
@@ -89,8 +90,17 @@ def _lower_complete(plan: QueryPlan) -> LoweredQuery:
         # (a grouping: Spark's own GROUPING SETS below; a window function's rows: its annotated rows)
         # SQL around a windowed stage: the stage lowered as the whole statement would be (its windows formed
         # as a replay's and a stream's are), the SQL around it over the stage's rows.
-        stage = _lower_complete(plan.around.stage)
-        return LoweredQuery(plan.around.outer_over(stage.sql), stage.strategies, stage.rejected_sql)
+        parts = plan.around.parts
+        stages = [_lower_complete(part.plan) for part in parts]
+        rejected = stages[0].rejected_sql
+        if len(parts) > 1 and all(s.rejected_sql for s in stages) \
+                and len({tuple(p.plan.windows[0].columns) for p in parts}) == 1:
+            # several stages over one table: each stage's rejected rows with its number, as a replay's
+            numbers = stage_numbers([p.plan for p in parts])
+            rejected = " UNION ALL ".join(f"SELECT *, {n} AS stage FROM ({s.rejected_sql})"
+                                          for n, s in zip(numbers, stages))
+        return LoweredQuery(plan.around.outer_over([s.sql for s in stages]),
+                            [line for s in stages for line in s.strategies], rejected)
     ast = plan.ast.copy()
     nodes = {id(n): n for n in ast.find_all(WindowTVF)}
     originals = {id(w.node): w for w in plan.windows}

@@ -25,6 +25,7 @@ from sqlwin.spark.stateful import (RESULT_ORDER, STAGE_VIEW, UPSTREAM_ROW, State
 from sqlwin.sql.joins import describe_join
 from sqlwin.spark import around
 from sqlwin.spark.propagation import chain_stages, outer_query
+from sqlwin.sql.around import stage_numbers
 from sqlwin.sql.plan import QueryPlan
 
 if t.TYPE_CHECKING:
@@ -159,12 +160,22 @@ def _replay_chain(runner: "SparkRunner", plan: QueryPlan) -> ReplayResult:
 
 
 def _replay_around(runner: "SparkRunner", plan: QueryPlan) -> ReplayResult:
-    """The stage replays; the SQL around it runs over its results (spark/around.py)."""
-    stage = run_replay(runner, around.stage_plan(plan, "replay"))
-    result = around.outer_frame(runner.spark, plan.around, stage.result)
-    # `batched` / `ordered`: the stage's results, with the batch each was emitted after (the SQL
-    # around them has no batches of its own: over a stream it runs per micro-batch of them)
-    return ReplayResult(result, stage.late, stage.query, stage.batched, stage.ordered, stage.late_batched)
+    """Each stage replays (as the statement alone would); the SQL around them runs once over their
+    results (spark/around.py). With several stages, LATE ROWS INTO gets every stage's late and
+    rejected rows, each with its stage's number."""
+    stages = [run_replay(runner, one) for one in around.stage_plans(plan, "replay")]
+    result = around.outer_frame(runner.spark, plan.around, [stage.result for stage in stages])
+    first = stages[0]
+    # `batched` / `ordered`: the (first) stage's results, with the batch each was emitted after (the
+    # SQL around them has no batches of its own: over a stream it runs per micro-batch of them)
+    replayed = ReplayResult(result, first.late, first.query, first.batched, first.ordered, first.late_batched,
+                            stages=sum(stage.stages for stage in stages))
+    if len(stages) > 1 and plan.late_into:
+        numbers = stage_numbers([part.plan for part in plan.around.parts])
+        replayed.late_batched = around.stages_late([(s.late_batched, n) for s, n in zip(stages, numbers)])
+        replayed.late = _in_batch_order(replayed.late_batched)
+        replayed.late.createOrReplaceTempView(plan.late_into)
+    return replayed
 
 
 def explain_replay(runner: "SparkRunner", plan: QueryPlan):
@@ -173,9 +184,10 @@ def explain_replay(runner: "SparkRunner", plan: QueryPlan):
 
     plan = around.rows_for_aggregates(plan, runner.planner)
     if plan.around is not None:
-        stage = explain_replay(runner, around.stage_plan(plan, "replay"))
-        return LoweredQuery(f"{stage.sql}\n  -- then, over the stage's results: {plan.around.outer_sql('<stage>')}",
-                            [*stage.strategies, around.describe(plan.around, "replay")])
+        stages = [explain_replay(runner, one) for one in around.stage_plans(plan, "replay")]
+        return LoweredQuery(around.explained_sql(plan.around, [stage.sql for stage in stages]),
+                            [*around.stage_lines([stage.strategies for stage in stages]),
+                             around.describe(plan.around, "replay")])
 
     if plan.propagation is not None:
         inner_plan = runner.planner(plan.propagation.inner_sql)

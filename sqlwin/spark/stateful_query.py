@@ -296,8 +296,16 @@ def chain_late(first: "DataFrame", second: "DataFrame", stage: int = 2) -> "Data
     if stage > 2 and UPSTREAM_ROW in second.columns:
         second = second.withColumnRenamed(UPSTREAM_ROW, f"{UPSTREAM_ROW}_{stage - 1}")
     combined = first.unionByName(second.withColumn("stage", F.lit(stage)), allowMissingColumns=True)
+    return late_in_order(combined, first.columns)
+
+
+def late_in_order(combined: "DataFrame", leading: list[str]) -> "DataFrame":
+    """Several stages' late rows (unioned by name) in one column order: the first stage's own columns
+    (`leading`), `stage`, the other stages' columns, then __batch."""
+    from pyspark.sql import functions as F
+
     hidden = [c for c in ("__batch",) if c in combined.columns]
-    leading = [c for c in first.columns if c not in hidden and c != "stage"]
+    leading = [c for c in leading if c not in hidden and c != "stage"]
     order = [*leading, "stage", *(c for c in combined.columns if c not in leading and c not in hidden and c != "stage"),
              *hidden]
     return combined.select(*(F.col(quote_identifier(c)) for c in order))

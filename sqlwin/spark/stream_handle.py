@@ -24,6 +24,24 @@ if t.TYPE_CHECKING:
     from sqlwin.sql.around import Around
 
 SOURCES = -1  # bucket_stats' entry for what the sources rejected before any bucket (malformed rows)
+STAGE_COLUMN = "__stage"  # stages side by side: the number of the stage a record comes from
+
+
+def branch_column(stage: int, name: str) -> str:
+    """Stage `stage`'s (2 or more) record column `name` in the union of the branches' records."""
+    return f"__s{stage}{name}"
+
+
+def row_stages(queries: list[StatefulQuery]) -> tuple[int, ...]:
+    """The stages (numbers) whose rows count as the stream's: each the first to read its sources."""
+    seen: set[str] = set()
+    numbers = []
+    for number, query in enumerate(queries, start=1):
+        sources = {w.source.lower() for w in query.plan.windows}
+        if not sources <= seen:
+            numbers.append(number)
+        seen |= sources
+    return tuple(numbers)
 
 
 @dataclass
@@ -49,6 +67,8 @@ class StreamingWindowQuery:
     restart: t.Any = field(default=None, repr=False)  # starts the query again (supervision: a failed worker start)
     supervisor: t.Any = field(default=None, repr=False)  # supervision.Supervisor: the checkpoint's lock, restarts
     around: "Around | None" = None  # SQL around the window functions, run per micro-batch (spark/around.py)
+    branches: tuple = ()  # several stages side by side: a Branch each, the first stage's first
+    row_stages: tuple = (1,)  # the stages whose rows are the stream's rows (row_stages)
 
     def refresh(self) -> None:
         """What the sink writer recorded, read back from the checkpoint. The writer runs where
@@ -191,15 +211,26 @@ class StreamingWindowQuery:
         # Every row taken in: a bucket's rows (those it accepted) and those it rejected (NULL key or
         # time); the sources' entry counts its malformed rows once, as rows and as rejected.
         return sum((s.get("rows") or 0) + (0 if b == SOURCES else s.get("rejected") or 0)
-                   for b, s in self.bucket_stats.items() if s.get("stage", 1) == 1)
+                   for b, s in self.bucket_stats.items() if s.get("stage", 1) in self.row_stages)
 
     def stage_figures(self) -> dict[int, dict[str, int]] | None:
         """A chain's late and rejected rows per stage (1: its source's rows, 2: the first stage's
-        results, ...); None for one stage. Rows of a source that did not convert are stage 1's."""
-        if not self.inners:
+        results, ...), or those of stages side by side (each its own source's rows); None for one
+        stage. Rows of a source that did not convert are stage 1's."""
+        count = max(len(self.inners) + 1, len(self.branches))
+        if count == 1:
             return None
         return {stage: {"late": self.total("late", stage), "rejected": self.total("rejected", stage)}
-                for stage in range(1, len(self.inners) + 2)}
+                for stage in range(1, count + 1)}
+
+
+@dataclass
+class Branch:
+    """A stage of several side by side, as the sink writer sees it: its query, and its record columns'
+    names in the union of every branch's records ({its own name: the name there})."""
+
+    query: StatefulQuery
+    columns: dict
 
 
 @dataclass

@@ -14,12 +14,12 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 from sqlwin.spark import supervision
-from sqlwin.spark.around import outer_frame
+from sqlwin.spark.around import outer_frame, stages_late
 from sqlwin.spark.checkpoint import save_batch, save_progress
 from sqlwin.spark.connect import is_connect
 from sqlwin.spark.operator import CARRIED
 from sqlwin.spark.stateful_query import UPSTREAM_ROW, StatefulQuery, chain_late
-from sqlwin.spark.stream_handle import SOURCES, Stage, StreamingWindowQuery
+from sqlwin.spark.stream_handle import SOURCES, STAGE_COLUMN, Stage, StreamingWindowQuery
 from sqlwin.spark.stream_sources import MALFORMED
 from sqlwin.sql.text import JSON_OPTIONS
 
@@ -42,6 +42,8 @@ def sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
     def write(records_df: "DataFrame", batch_id: int) -> None:
         from pyspark.sql import Observation
 
+        if handle.branches:
+            return _write_branches(records_df, batch_id, handle)
         spark = records_df.sparkSession
         observation = Observation(f"sqlwin_{uuid.uuid4().hex}") if not is_connect(spark) else None
         if observation is not None:
@@ -83,6 +85,50 @@ def sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
                 records_df.unpersist()
 
     return supervision.guard_writer(write, handle)  # the checkpoint's lock kept; an unwritable directory named
+
+
+def _write_branches(records_df: "DataFrame", batch_id: int, handle: StreamingWindowQuery) -> None:
+    """foreachBatch of several stages side by side: the batch's records split per stage (each
+    branch's own columns), each stage's results typed and its figures kept (its buckets under its
+    number), the SQL around run over every stage's results of the batch, and every stage's late and
+    rejected rows, each with its stage, to the late sink. The records are cached: each stage reads
+    them, and each stage's figures are one small job."""
+    spark = records_df.sparkSession
+    records_df = records_df.persist()
+    name = f"__sqlwin_batch_{uuid.uuid4().hex[:12]}"
+    views = []
+    try:
+        results, lates, kinds = [], [], dict.fromkeys(_KINDS, 0)
+        rows_before = handle.total("rows")
+        for number, branch in enumerate(handle.branches, start=1):
+            view = f"{name}_{number}"
+            records_df.where(F.col(STAGE_COLUMN) == number) \
+                .select(*(F.col(there).alias(own) for own, there in branch.columns.items())) \
+                .createOrReplaceTempView(view)
+            views.append(view)
+            typed = f"({branch.query.typed_emissions_sql(view)})"
+            results.append(spark.sql(branch.query.result_sql(typed)).drop("__batch"))
+            summary = spark.table(view).agg(*_summary_columns()).first().asDict()
+            for kind, count in _summarise(summary, handle, batch_id, number).items():
+                kinds[kind] += count
+            lates.append((spark.sql(branch.query.late_sql(view)), number))
+        save_progress(handle.checkpoint, handle.bucket_stats)
+        result = outer_frame(spark, handle.around, results)
+        handle.result_schema = result.schema
+        written = _write_batch(result, handle.sink, batch_id)
+        late = 0
+        if handle.late_sink:
+            late_rows = stages_late(lates).drop("__batch")
+            handle.late_schema = late_rows.schema
+            late = _write_batch(late_rows, handle.late_sink, batch_id, records=kinds["late"] + kinds["rejected"])
+        figures = {"batch": batch_id, "results": written, "late": late, **handle.batch_figures(rows_before, kinds)}
+        handle.batches.append(figures)
+        save_batch(handle, {**figures, "result_schema": handle.result_schema.json(),
+                            "late_schema": handle.late_schema.json() if handle.late_schema else None})
+    finally:
+        for view in views:
+            spark.catalog.dropTempView(view)
+        records_df.unpersist()
 
 
 _KINDS = ("emit", "late", "rejected")
@@ -144,19 +190,21 @@ def _summary_columns(stages: int = 1) -> list:
             F.count_if(reason == MALFORMED).alias(MALFORMED)]
 
 
-def _summarise(summary: dict, handle: StreamingWindowQuery, batch_id: int) -> dict[str, int]:
+def _summarise(summary: dict, handle: StreamingWindowQuery, batch_id: int, beside: int = 0) -> dict[str, int]:
     """Keep each bucket's stats record; how many records of each other kind the batch had.
 
     Rows that did not convert never reach a bucket: the sources' own entry (SOURCES) counts them,
     once per batch id, so a batch Spark runs again after a failure does not count them twice.
     A chain's stages share bucket ids: an earlier stage k's buckets are kept as "k:<bucket>", and
-    each entry says its stage."""
+    each entry says its stage. So do stages side by side (`beside`: the stage's number), the first
+    stage's buckets under their own ids."""
     last = len(handle.inners) + 1
     for text in summary.get("stats") or []:
         figures = json.loads(text)
-        if last > 1:
-            figures["stage"] = last
-        handle.bucket_stats[figures.pop("bucket")] = figures
+        if last > 1 or beside:
+            figures["stage"] = beside or last
+        bucket = figures.pop("bucket")
+        handle.bucket_stats[f"{beside}:{bucket}" if beside > 1 else bucket] = figures
     for stage in range(1, last):
         for text in summary.get(f"stage{stage}_stats") or []:
             figures = json.loads(text)

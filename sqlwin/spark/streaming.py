@@ -42,7 +42,8 @@ from pyspark.sql import functions as F
 from sqlwin.errors import SqlwinUnsupportedError, SqlwinUsageError
 from sqlwin.outputs import METADATA, claim_sinks
 from sqlwin.spark import layout, supervision
-from sqlwin.spark.around import describe as describe_around, rows_for_aggregates, stage_plan as around_stage
+from sqlwin.spark.around import (describe as describe_around, explained_sql, refuse_chains_beside, rows_for_aggregates,
+                                 stage_lines, stage_plans as around_stages)
 from sqlwin.spark.checkpoint import (CONTROL, bucket_layout, check_chain_restart, check_restart, kept_layout,
                                      load_progress, remember_source_schemas, spread_layout, stored_metadata)
 from sqlwin.spark.connect import is_connect
@@ -52,7 +53,7 @@ from sqlwin.spark.pre_aggregation import PreAggregation, pre_aggregator
 from sqlwin.spark.replay import aggregate_type, integral_flags, record_schema
 from sqlwin.spark.stateful import check_input_types, prepare_stateful
 from sqlwin.spark.stateful_query import STAGE_VIEW, StatefulQuery, can_spread_clock
-from sqlwin.spark.stream_handle import Stage, StreamingWindowQuery
+from sqlwin.spark.stream_handle import STAGE_COLUMN, Branch, Stage, StreamingWindowQuery, branch_column, row_stages
 from sqlwin.spark.stream_sink import sink_writer
 from sqlwin.spark.stream_sources import SOURCE_VIEW, read_directory, with_malformed
 from sqlwin.sql.explain import interval_text
@@ -63,6 +64,7 @@ from sqlwin.sql.text import quote_identifier
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from sqlwin.errors import Position
     from sqlwin.spark.runner import SparkRunner
     from sqlwin.sql.plan import QueryPlan
 
@@ -125,10 +127,12 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
         frame.createOrReplaceTempView(quote_identifier(views[name]))
     read_twice = tuple(os.path.abspath(str(sources[name])) for name in sources if views[name] in malformed)
     plan = rows_for_aggregates(plan_of(query_text), plan_of)
-    around = None
+    around, beside = None, []
     if plan.around is not None:  # SQL around the window functions: per micro-batch over the stage's results
         around = plan.around
-        plan = around_stage(plan, "streaming", views.values())
+        plan, *beside = around_stages(plan, "streaming", views.values())
+        if beside:  # several stages side by side: a stateful branch each, one sink
+            refuse_chains_beside(around, query_text)
     # AP-11, window propagation: each inner windowed aggregation is an earlier stateful stage of the
     # same stream, whose results, as a view, are the next stage's input. `later`: the plans whose
     # outer window function reads the stage before, first to last (the statement itself is last).
@@ -146,6 +150,12 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     probe = prepare_stateful(first, "streaming", 1)
     probe_schema = runner.sql(probe.input_sql(arrival=False), query_text).schema
     check_input_types(probe, probe_schema)
+    for index, one in enumerate(beside, start=1):  # so is a stage side by side
+        beside_probe = prepare_stateful(one, "streaming", 1)
+        check_input_types(beside_probe, runner.sql(beside_probe.input_sql(arrival=False), query_text).schema)
+        for stage, part in ((probe, around.parts[0]), (beside_probe, around.parts[index])):
+            if stage.config.timers or stage.relation.options.get("arrival_time"):
+                raise _event_time_only(part.position, query_text)
     bucket_ids = bucket_layout(spark, checkpoint, query_text, buckets)
     buckets = len(bucket_ids)
     # One clock for the stream: spread over the buckets by the GROUP BY keys (a chain: each stage
@@ -165,7 +175,7 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     state_layout = {"keyed": keyed, "by_aggregates": kept_layout(checkpoint, "vectorised_min_max_by", True)}
     stateful = prepare_stateful(first, "streaming", buckets, bucket_ids, spread=spread, partial=partial,
                                 pre_aggregate=pre)
-    if not later:
+    if not later and not beside:
         check_restart(checkpoint, query_text, stateful, plan_of)
     else:
         check_chain_restart(checkpoint, query_text)
@@ -201,9 +211,17 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
             "A stream of chained windowed aggregations follows event time only", stage_plan.windows[0].position,
             "event-time windows and EMIT without intervals in every stage", query=query_text)
     output = with_malformed(output, malformed, stateful, schema)
+    branches: list[Branch] = []
+    if beside:  # each stage a branch over the same sources, its records tagged with its number, one union
+        output, branches = _branches(runner, query_text, stateful, output, schema, beside, control, clock,
+                                     dict(buckets=buckets, bucket_ids=bucket_ids, spread=spread, partial=partial),
+                                     state_layout)
+        for branch in branches:
+            control_buckets = tuple(sorted(set(control_buckets) | set(branch.query.bucket_ids or ())))
     handle = StreamingWindowQuery(None, sink, late_sink, checkpoint, buckets, stateful, clock,
                                   control_buckets=control_buckets, read_twice=read_twice, inners=tuple(inners), run_id=run_id)
-    handle.around = around
+    handle.around, handle.branches = around, tuple(branches)
+    handle.row_stages = row_stages([stateful, *(b.query for b in branches[1:])])
     handle.bucket_stats = load_progress(checkpoint)
     writer = output.writeStream.foreachBatch(sink_writer(stateful, handle)) \
         .option("checkpointLocation", str(Path(checkpoint) / "spark")) \
@@ -213,6 +231,35 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     handle.restart = writer.start  # a start whose Python worker did not connect back is made again (supervision)
     handle.query = writer.start()
     return handle
+
+
+def _branches(runner: "SparkRunner", query_text: str, stateful: StatefulQuery, output: "DataFrame", schema,
+              beside: list["QueryPlan"], control: "DataFrame", clock: str, settings: dict, state_layout: dict):
+    """Stages side by side in one stream: the first stage's records (`output`, `schema`) and a stateful
+    branch per later stage over the same sources, each with the checkpoint's bucket ids and layout;
+    every branch's record columns renamed apart (`Branch.columns`), tagged with its stage's number
+    (STAGE_COLUMN) and unioned before the one sink, which splits them again."""
+    branches = [Branch(stateful, {name: name for name in schema.names})]
+    tagged = output.withColumn(STAGE_COLUMN, F.lit(1))
+    for number, plan in enumerate(beside, start=2):
+        query = prepare_stateful(plan, "streaming", settings["buckets"], settings["bucket_ids"],
+                                 spread=settings["spread"], partial=settings["partial"])
+        records, branch_schema, branch_clock = _window_operator(runner, query, query_text, control, **state_layout)
+        if clock != "none" or branch_clock != "none":  # (refused before the checkpoint is written)
+            raise _event_time_only(None, query_text)
+        columns = {name: branch_column(number, name) for name in branch_schema.names}
+        records = records.select(*(F.col(name).alias(renamed) for name, renamed in columns.items()))
+        tagged = tagged.unionByName(records.withColumn(STAGE_COLUMN, F.lit(number)), allowMissingColumns=True)
+        branches.append(Branch(query, columns))
+    return tagged, branches
+
+
+def _event_time_only(where: "Position | None", query_text: str) -> SqlwinUnsupportedError:
+    """Stages side by side in a stream with a timer (processing time, EMIT intervals): `where` the stage."""
+    return SqlwinUnsupportedError(
+        "A stream of several windowed stages side by side follows event time only: each stage's windows close "
+        "as its watermark moves with the rows, and the branches share no timers", where,
+        "event-time windows and EMIT without intervals in every stage", query=query_text)
 
 
 def stream_name(query_text: str, sink: str) -> str:
@@ -325,10 +372,20 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
 
     plan = rows_for_aggregates(plan, runner.planner)
     if plan.around is not None:
-        stage = explain_stream(runner, around_stage(plan, "streaming"), buckets)
-        return LoweredQuery(f"{stage.sql}\n  -- then, per micro-batch, over the stage's results: "
-                            f"{plan.around.outer_sql('<stage>')}",
-                            [*stage.strategies, describe_around(plan.around, "streaming")])
+        plans = around_stages(plan, "streaming")
+        if len(plans) > 1:
+            refuse_chains_beside(plan.around, plan.sql)
+        stages = [explain_stream(runner, one, buckets) for one in plans]
+        lines = [line for line in stage_lines([s.strategies for s in stages]) if ", sink:" not in line]
+        sink = [line for line in stages[0].strategies if line.startswith("sink:")]
+        if len(plans) > 1:
+            lines.append(f"stages: {len(plans)} stateful branches of one streaming query over the same sources, their "
+                         "records tagged with their stage and unioned before the one sink (foreachBatch), which "
+                         "splits them per stage: each stage's results, late and rejected rows (with `stage`) and "
+                         "figures (status()['stages'])")
+        return LoweredQuery(explained_sql(plan.around, [s.sql for s in stages]).replace(
+                                "-- then, over the stage", "-- then, per micro-batch, over the stage"),
+                            [*lines, *(sink if len(plans) > 1 else []), describe_around(plan.around, "streaming")])
     if plan.propagation is not None:
         inner_plan = runner.planner(plan.propagation.inner_sql)
         inner = explain_stream(runner, inner_plan, buckets)

@@ -1,5 +1,5 @@
-"""SQL around the windows: a query whose window functions sit in one subquery or CTE (the *stage*),
-and whose other SQL reads that stage's results (issue 23, item 1).
+"""SQL around the windows: a query whose window functions sit in a subquery or CTE (the *stage*; or
+several, each its own), and whose other SQL reads the stages' results (issue 23, items 1 and 3).
 
     SELECT auction, num FROM (
         SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY num DESC) AS rn
@@ -28,12 +28,18 @@ rows (GROUP BY, a window function, DISTINCT, a join of two results), rows of one
 partitioned by window_start and window_end -- under one clock for the stream, which closes a
 window in every bucket in the same micro-batch. This module finds the stage and the pieces; the
 lowering (spark/replay.py, spark/streaming.py) checks the clock against the stage's own plan.
+
+A statement may hold several different stages, each in its own subquery or CTE (a UNION ALL of a
+5-minute and a 10-minute aggregation): each is found and read from a marker of its own
+(`stage_marker(i)`), and the SQL around reads them all (`Around.others`). A piece that combines rows
+of two stages per window is recorded in `Around.across`: exact per micro-batch only where both close
+a window in the same one (the lowering compares their clocks and windows).
 """
 
 from __future__ import annotations
 
 import typing as t
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
@@ -42,6 +48,33 @@ from sqlwin.sql.dialect import SqlwinDialect, WindowTVF
 from sqlwin.sql.text import json_options_sql, named_struct, quote_identifier, quote_string
 
 STAGE_MARKER = "__sqlwin_stage_results"  # the stage's results in the outer query, until a view replaces it
+
+
+def stage_marker(index: int) -> str:
+    """The marker of stage `index` (0 first) of a statement with several: none is part of another."""
+    return STAGE_MARKER if index == 0 else f"__sqlwin_stage{index + 1}_results"
+
+
+def stage_numbers(plans: list[t.Any]) -> list[int]:
+    """The number of each stage's first stateful stage (QueryPlans, statement order): stages are
+    numbered in the order the statement writes them, a chain's k stages taking k numbers, inner
+    first (a UNION ALL of a chain of two and an aggregation: 1, 2 for the chain, 3 for the other)."""
+    numbers, next_number = [], 1
+    for plan in plans:
+        numbers.append(next_number)
+        next_number += len(plan.windows) if plan.propagation is not None and plan.join is None else 1
+    return numbers
+
+
+@dataclass
+class StagePart:
+    """A stage beside the first in a statement of several (`Around.others`)."""
+
+    sql: str  # as Around.stage_sql
+    name: str
+    position: Position | None
+    marker: str
+    plan: t.Any = None  # its own QueryPlan (sql/plan.py builds it)
 
 
 @dataclass
@@ -64,15 +97,29 @@ class Around:
     # A window function's rows (no GROUP BY): the stage keeps each distinct row per window with how many
     # times it came, and the SQL around reads the rows back from `rows_sql` (a query over {view}).
     rows_sql: str | None = None
+    others: list[StagePart] = field(default_factory=list)  # the stages after the first, in statement order
+    # The pieces that combine rows of two or more stages per window: (where, what, the stages' indexes).
+    across: list[tuple[Position | None, str, frozenset[int]]] = field(default_factory=list)
 
-    def outer_sql(self, view: str) -> str:
-        """The SQL around the stage, reading the stage's results from `view` (Spark SQL)."""
-        if self.rows_sql is not None and not view.startswith("<"):
-            return self.outer_over(self.rows_sql.replace("{view}", exp.to_identifier(view).sql(dialect="spark")))
+    @property
+    def parts(self) -> list[StagePart]:
+        """Every stage, the first too, in statement order."""
+        return [StagePart(self.stage_sql, self.name, self.position, STAGE_MARKER, self.stage), *self.others]
+
+    def outer_sql(self, view: str | list[str]) -> str:
+        """The SQL around the stage, reading the stage's results from `view` (Spark SQL); with several
+        stages, a view per stage (a placeholder `<...>` numbered for explain)."""
+        if isinstance(view, str):
+            view = [view, *(f"{view[:-1]} {i + 2}>" if view.endswith(">") else f"{view}_{i + 2}"
+                            for i in range(len(self.others)))]
+        if self.rows_sql is not None and not view[0].startswith("<"):
+            return self.outer_over(self.rows_sql.replace("{view}", exp.to_identifier(view[0]).sql(dialect="spark")))
+        markers = {part.marker: name for part, name in zip(self.parts, view)}
         ast = self.outer.copy()
         for table in ast.find_all(exp.Table):
-            if table.name == STAGE_MARKER and not table.db:
-                table.replace(exp.to_table(view).as_(table.alias_or_name) if table.alias else exp.to_table(view))
+            if table.name in markers and not table.db:
+                read = exp.to_table(markers[table.name])
+                table.replace(read.as_(table.alias_or_name) if table.alias else read)
         return ast.sql(dialect="spark")
 
     def adopt_names(self, select: exp.Select) -> None:
@@ -84,10 +131,13 @@ class Around:
             if isinstance(item, exp.Alias) and not isinstance(mine, exp.Alias):
                 mine.replace(exp.alias_(mine.copy(), item.alias, quoted=True))
 
-    def outer_over(self, stage_sql: str) -> str:
-        """The SQL around the stage, reading the stage from `stage_sql` (a query in Spark SQL) in place."""
-        ast = self.outer.copy()
-        return ast.sql(dialect="spark").replace(STAGE_MARKER, f"({stage_sql})")
+    def outer_over(self, stage_sql: str | list[str]) -> str:
+        """The SQL around the stage, reading the stage from `stage_sql` (a query in Spark SQL) in place;
+        with several stages, a query per stage."""
+        text = self.outer.sql(dialect="spark")
+        for part, sql in zip(self.parts, [stage_sql] if isinstance(stage_sql, str) else stage_sql):
+            text = text.replace(part.marker, f"({sql})")
+        return text
 
 
 def recognise_around(ast: exp.Expr, windows: list, position_of: t.Callable[..., Position | None]) -> Around | None:
@@ -105,14 +155,15 @@ def recognise_around(ast: exp.Expr, windows: list, position_of: t.Callable[..., 
     # aggregation beside them then aggregates the rows: Nexmark q7 joins each window's bids with
     # their maximum): the rows are the stage, every SELECT over them SQL around it.
     if stages and any(_is_rows(s) for s in stages) \
-            and len({_text(s.args["from_"].this) for s in stages}) == 1 \
+            and len({bare_text(s.args["from_"].this) for s in stages}) == 1 \
             and len({id(n) for n in ast.find_all(WindowTVF)}) == len(stages):
         return _rows_around(ast, stages, windows, position_of)
     if not stages or any(s is ast for s in stages):
         return None
-    wrappers = [s.parent for s in stages]
-    if not all(isinstance(w, exp.CTE) or (isinstance(w, exp.Subquery) and isinstance(w.parent, (exp.From, exp.Join)))
-               for w in wrappers):
+    # each stage's wrapper: its CTE, its subquery, or itself as a branch of a UNION ALL
+    wrappers = [s if isinstance(s.parent, exp.SetOperation) else s.parent for s in stages]
+    if not all(isinstance(w, (exp.CTE, exp.Select)) or (isinstance(w, exp.Subquery) and isinstance(
+            w.parent, (exp.From, exp.Join, exp.SetOperation))) for w in wrappers):
         return None
     # A CTE stage read by another stage's window function is the inner query of a chain: part of it.
     read_by_tvf = {t.name.lower() for s in stages for tvf in [s.args["from_"].this]
@@ -123,6 +174,11 @@ def recognise_around(ast: exp.Expr, windows: list, position_of: t.Callable[..., 
     covered = {id(n) for w in wrappers for n in w.find_all(WindowTVF)}
     if any(id(w.node) not in covered for w in windows) or not outermost:
         return None
+    groups: dict[str, list[exp.Expr]] = {}  # copies of one stage (they differ only in their items) together
+    for wrapper in outermost:
+        groups.setdefault(_core(_body(wrapper)), []).append(wrapper)
+    if len(groups) > 1 or any(isinstance(w, exp.Select) or isinstance(w.parent, exp.SetOperation) for w in outermost):
+        return _several_around(ast, ctes, list(groups.values()), inner_ctes, position_of)
     if len(outermost) > 1 and any(isinstance(w, exp.CTE) for w in outermost):
         return None
     # Copies of one windowed aggregation that differ only in what they select (Nexmark q5 as Flink
@@ -165,18 +221,88 @@ def recognise_around(ast: exp.Expr, windows: list, position_of: t.Callable[..., 
             stage.set(key, ast.args[key].copy())
     prefix = f"WITH {', '.join(c.sql(dialect=SqlwinDialect) for c in before)} " if before else ""
     around = Around(prefix + stage.sql(dialect=SqlwinDialect), outer, name, position_of(first.this))
-    _check_outer(around, stage, position_of)
+    _check_outer(around, [stage], position_of)
     return around
+
+
+def _several_around(ast: exp.Expr, ctes: list[exp.CTE], groups: list[list[exp.Expr]], inner_ctes: set[str],
+                    position_of: t.Callable[..., Position | None]) -> Around | None:
+    """Several different stages (each a group of copies of one windowed subquery, or a CTE), each
+    read by the SQL around from its own marker, numbered in the order the statement writes them;
+    None where a CTE is copied or the copies differ."""
+    def written(group: list[exp.Expr]) -> tuple[int, int]:
+        where = position_of(_body(group[0]))
+        return (where.line, where.column) if where is not None else (0, 0)
+
+    groups = sorted(groups, key=written)
+    merged = [_merged_items([_body(w) for w in group]) for group in groups]
+    if any(items is None for items in merged) or \
+            any(len(group) > 1 and any(isinstance(w, exp.CTE) for w in group) for group in groups):
+        return None
+    outer = ast.copy()
+    copy_of = {id(o): c for o, c in zip(ast.walk(), outer.walk())}
+    for index, group in enumerate(groups):
+        for wrapper in group:
+            names = [exp.column(e.alias_or_name, quoted=True) for e in _body(wrapper).expressions]
+            read = (exp.select(*names) if len(group) > 1 else exp.select("*")).from_(stage_marker(index))
+            if isinstance(wrapper, exp.Select):  # a UNION ALL branch: the branch reads the stage
+                copy_of[id(wrapper)].replace(read)
+            else:
+                copy_of[id(wrapper)].set("this", read)
+    with_ = outer.args.get("with_")
+    if with_ is not None:  # the chains' inner CTEs are read by their stages only
+        kept = [c for c in with_.expressions if c.alias_or_name.lower() not in inner_ctes]
+        outer.set("with_", exp.With(expressions=kept) if kept else None)
+    if any(t.name.lower() in inner_ctes and not t.db for t in outer.find_all(exp.Table)):
+        return None
+    for key in ("emit", "late_into"):
+        outer.set(key, None)
+    stage_ctes = {w.alias_or_name.lower() for group in groups for w in group if isinstance(w, exp.CTE)}
+    by_name = {c.alias_or_name.lower(): c for c in ctes}
+    parts, bodies = [], []
+    for index, (group, items) in enumerate(zip(groups, merged)):
+        body = _body(group[0]).copy()
+        body.set("alias", None)
+        body.set("expressions", [e.copy() for e in items])
+        for key in ("emit", "late_into"):
+            if ast.args.get(key) is not None:
+                body.set(key, ast.args[key].copy())
+        needed, todo = set(), [body]  # the CTEs the stage reads, a chain's inner ones too; no other stage
+        while todo:
+            for table in todo.pop().find_all(exp.Table):
+                name = table.name.lower()
+                if not table.db and name in by_name and name not in needed and name not in stage_ctes:
+                    needed.add(name)
+                    todo.append(by_name[name].this)
+        before = [c for c in ctes if c.alias_or_name.lower() in needed]
+        prefix = f"WITH {', '.join(c.sql(dialect=SqlwinDialect) for c in before)} " if before else ""
+        first = group[0]
+        name = (first.alias_or_name if not isinstance(first, exp.Select) else "") or \
+            f"the windowed query {index + 1} (of the UNION ALL)"
+        parts.append(StagePart(prefix + body.sql(dialect=SqlwinDialect), name, position_of(_body(first)),
+                               stage_marker(index)))
+        bodies.append(body)
+    around = Around(parts[0].sql, outer, parts[0].name, parts[0].position, others=parts[1:])
+    _check_outer(around, bodies, position_of)
+    return around
+
+
+def _body(wrapper: exp.Expr) -> exp.Expr:
+    """A stage's SELECT: its CTE's or subquery's, or the UNION ALL branch itself."""
+    return wrapper if isinstance(wrapper, exp.Select) else wrapper.this
+
+
+def _core(body: exp.Expr) -> str:
+    """A windowed subquery's text without its select items: copies of one stage share it."""
+    core = body.copy()
+    core.set("expressions", [exp.Star()])
+    return bare_text(core)
 
 
 def _merged_items(bodies: list[exp.Expr]) -> list[exp.Expr] | None:
     """The select items of copies of one stage, each output name once; None where the copies
     differ in more than their items, or give one name to two expressions."""
-    cores = set()
-    for body in bodies:
-        core = body.copy()
-        core.set("expressions", [exp.Star()])
-        cores.add(_text(core))
+    cores = {_core(body) for body in bodies}
     if len(cores) != 1:
         return None
     merged: dict[str, exp.Expr] = {}
@@ -187,7 +313,7 @@ def _merged_items(bodies: list[exp.Expr]) -> list[exp.Expr] | None:
                     return None
                 return list(body.expressions)
             name = item.alias_or_name.lower()
-            if name in merged and _text(merged[name]) != _text(item):
+            if name in merged and bare_text(merged[name]) != bare_text(item):
                 return None
             merged.setdefault(name, item)
     return list(merged.values())
@@ -200,7 +326,8 @@ def _ancestors(node: exp.Expr) -> t.Iterator[exp.Expr]:
         parent = parent.parent
 
 
-def _text(node: exp.Expr) -> str:
+def bare_text(node: exp.Expr) -> str:
+    """A node's SQL without its alias: two copies of one expression compare equal."""
     copy = node.copy()
     copy.set("alias", None)
     return copy.sql(dialect=SqlwinDialect)
@@ -224,20 +351,29 @@ def _bounds(stage: exp.Expr) -> tuple[set[str], set[str]]:
     return starts, ends
 
 
-def _check_outer(around: Around, stage: exp.Expr, position_of: t.Callable[..., Position | None]) -> None:
-    """Find the pieces of the SQL around the stage that combine rows, and any that no micro-batch
-    can compute alone (they keep state across batches): the first such is the Around's refusal."""
+def _check_outer(around: Around, stages: list[exp.Expr], position_of: t.Callable[..., Position | None]) -> None:
+    """Find the pieces of the SQL around the stages that combine rows (and those combining rows of two
+    stages), and any that no micro-batch can compute alone (they keep state across batches): the
+    first such is the Around's refusal."""
     outer = around.outer
-    starts, ends = _bounds(stage)
-    derived = {STAGE_MARKER.lower()}
+    starts, ends = set(), set()
+    for stage in stages:
+        for mine, theirs in zip((starts, ends), _bounds(stage)):
+            mine |= theirs
+    derived = [{stage_marker(i).lower()} for i in range(len(stages))]  # per stage: the names its results have
     with_ = outer.args.get("with_")
     if with_ is not None:  # CTEs reading the stage are its results too
         for cte in with_.expressions:
-            if any(t.name.lower() in derived for t in cte.this.find_all(exp.Table)):
-                derived.add(cte.alias_or_name.lower())
+            for names in derived:
+                if any(t.name.lower() in names for t in cte.this.find_all(exp.Table)):
+                    names.add(cte.alias_or_name.lower())
+
+    def stages_read(node: exp.Expr) -> frozenset[int]:
+        tables = {t.name.lower() for t in node.find_all(exp.Table) if not t.db}
+        return frozenset(i for i, names in enumerate(derived) if names & tables)
 
     def reads_stage(node: exp.Expr) -> bool:
-        return any(t.name.lower() in derived and not t.db for t in node.find_all(exp.Table))
+        return bool(stages_read(node))
 
     # window bounds renamed on the way (`window_start AS ws`) keep being window bounds
     for select in outer.find_all(exp.Select):
@@ -258,9 +394,13 @@ def _check_outer(around: Around, stage: exp.Expr, position_of: t.Callable[..., P
         if around.refusal is None:
             around.refusal = SqlwinUnsupportedError(message, position_of(node), hint)
 
-    def combines(node: exp.Expr, what: str, columns: t.Iterable[exp.Expr] = ()) -> None:
+    def combines(node: exp.Expr, what: str, columns: t.Sequence[exp.Expr] = ()) -> None:
         if around.per_window is None:
             around.per_window, around.per_window_text = position_of(node), what
+        read = stages_read(node if isinstance(node, exp.Select) else node.find_ancestor(exp.Select))
+        if len(read) > 1:  # placed at the piece's first window column (its ON, GROUP BY or PARTITION BY)
+            anchor = next((c for c in columns if isinstance(c, exp.Column) and c.name.lower() in starts | ends), node)
+            around.across.append((position_of(anchor), what, read))
         names = frozenset(c.name.lower() for c in columns if isinstance(c, exp.Column))
         around.per_window_columns = names if around.per_window_columns is None else around.per_window_columns & names
 
@@ -339,125 +479,6 @@ def _in_select(node: exp.Expr, select: exp.Select) -> bool:
     return parent is select
 
 
-# -- GROUPING SETS / ROLLUP / CUBE on a windowed aggregation ------------------------------------
-
-_ANALYTICS = (exp.GroupingSets, exp.Rollup, exp.Cube)
-_GROUPING_FUNCTIONS = (exp.Grouping, exp.GroupingId)
-
-
-def grouping_around(ast: exp.Select, relation_node: exp.Expr,
-                    position_of: t.Callable[..., Position | None]) -> Around | None:
-    """`GROUP BY window_start, window_end, GROUPING SETS (...)` (ROLLUP, CUBE) as a stage and the SQL
-    around it, as Spark's own partial / final aggregation: the stage groups by every key of every
-    set (the finest grouping) with each aggregate's partial form, and the SQL around it merges the
-    partials per set of each window (count -> sum of counts, sum -> sum, min / max -> min / max,
-    avg -> a sum over a count). None where an aggregate has no partial form (DISTINCT, percentiles,
-    collect_list ...): the window runtime then has no grouping of its own to offer."""
-    group = ast.args.get("group")
-    if group is None or ast.args.get("with_") is not None:
-        return None
-    keys: dict[str, exp.Expr] = {}  # SQL -> expression, every key of every set
-
-    def add(node: exp.Expr) -> None:
-        if isinstance(node, (exp.Tuple, exp.Paren)):
-            for child in (node.expressions if isinstance(node, exp.Tuple) else [node.this]):
-                add(child)
-        elif isinstance(node, _ANALYTICS):
-            for child in node.expressions:
-                add(child)
-        elif not (isinstance(node, exp.Column) and node.name.lower() in ("window_start", "window_end", "window_time")):
-            keys.setdefault(_text(node), node)
-
-    bounds = []
-    for node in group.expressions:
-        if isinstance(node, exp.Column) and node.name.lower() in ("window_start", "window_end", "window_time"):
-            bounds.append(node.name.lower())
-        else:
-            add(node)
-    if not {"window_start", "window_end"} <= set(bounds):
-        return None
-    key_names = {}
-    for i, (text, node) in enumerate(keys.items()):
-        key_names[text] = node.name if isinstance(node, exp.Column) else f"__g{i}"
-    partials: list[exp.Expr] = []
-    merged: dict[int, exp.Expr] = {}
-    having = ast.args.get("having")
-    roots = [*ast.expressions, *([having] if having is not None else [])]
-    for root in roots:
-        for node in list(root.find_all(exp.AggFunc)):
-            if isinstance(node.parent, exp.Filter) or id(node) in merged or isinstance(node, _GROUPING_FUNCTIONS):
-                continue  # grouping() / grouping_id() belong to the SQL around: they read its sets
-            merge = _partial(node, partials)
-            if merge is None:
-                return None
-            merged[id(node)] = merge
-        for node in list(root.find_all(exp.Filter)):
-            if isinstance(node.this, exp.AggFunc):
-                merge = _partial(node, partials)
-                if merge is None:
-                    return None
-                merged[id(node)] = merge
-    stage = ast.copy()
-    for key in ("emit", "late_into", "having"):
-        stage.set(key, None)
-    stage.set("expressions", [*(exp.alias_(node.copy(), key_names[text], quoted=True) for text, node in keys.items()),
-                              *(exp.column(b) for b in bounds), *partials])
-    stage.set("group", exp.Group(expressions=[*(node.copy() for node in keys.values()),
-                                              *(exp.column(b) for b in bounds)]))
-    for key in ("emit", "late_into"):
-        if ast.args.get(key) is not None:
-            stage.set(key, ast.args[key].copy())
-
-    def rewrite(node: exp.Expr) -> exp.Expr:
-        if id(node) in merged:
-            return merged[id(node)].copy()
-        if _text(node) in keys and not isinstance(node, exp.Column):
-            return exp.column(key_names[_text(node)], quoted=True)
-        return node
-
-    outer = ast.copy()
-    # the copy's nodes are new objects: map the originals' identities onto them by walk order
-    originals, copies = list(ast.walk()), list(outer.walk())
-    merged = {id(c): merged[id(o)] for o, c in zip(originals, copies) if id(o) in merged}
-    for key in ("emit", "late_into", "where"):
-        outer.set(key, None)
-    outer.set("from_", exp.From(this=exp.to_table(STAGE_MARKER)))
-    outer = outer.transform(rewrite, copy=False)
-    text = stage.sql(dialect=SqlwinDialect)
-    around = Around(text, outer, "the finest grouping", position_of(relation_node), grouping=True)
-    # a window's rows of every key in one micro-batch: the coarser sets hold several keys' rows
-    around.per_window, around.per_window_text = position_of(group), "GROUPING SETS, ROLLUP or CUBE per window"
-    return around
-
-
-def _partial(node: exp.Expr, partials: list[exp.Expr]) -> exp.Expr | None:
-    """Add `node`'s partial aggregates to `partials` (named __p<j>); its merge over them, or None."""
-    filtered = node if isinstance(node, exp.Filter) else None
-    agg = node.this if filtered is not None else node
-    if agg.args.get("distinct") or isinstance(agg.this, exp.Distinct):
-        return None
-
-    def partial(kind: type, argument: exp.Expr | None) -> exp.Expr:
-        name = f"__p{len(partials)}"
-        inner = kind(this=argument.copy()) if argument is not None else kind(this=exp.Star())
-        if filtered is not None:
-            inner = exp.Filter(this=inner, expression=filtered.expression.copy())
-        partials.append(exp.alias_(inner, name))
-        return exp.column(name)
-
-    if isinstance(agg, exp.Count):
-        return exp.Sum(this=partial(exp.Count, None if isinstance(agg.this, exp.Star) else agg.this))
-    if isinstance(agg, exp.Sum):
-        return exp.Sum(this=partial(exp.Sum, agg.this))
-    if isinstance(agg, (exp.Min, exp.Max)):
-        return type(agg)(this=partial(type(agg), agg.this))
-    if isinstance(agg, exp.Avg):
-        total, count = partial(exp.Sum, agg.this), partial(exp.Count, agg.this)
-        return exp.Div(this=exp.cast(exp.Sum(this=total), "double"),
-                       expression=exp.Nullif(this=exp.Sum(this=count), expression=exp.Literal.number(0)))
-    return None
-
-
 # -- a window function's rows -------------------------------------------------------------------
 
 
@@ -511,7 +532,7 @@ def _rows_around(ast: exp.Expr, selects: list[exp.Select], windows: list,
     tvf = node.copy()
     tvf.set("alias", None)
     around = Around("", outer, "the window function's rows", position_of(node))
-    _check_outer(around, exp.select("*"), position_of)
+    _check_outer(around, [exp.select("*")], position_of)
     emit = ast.args.get("emit")
     if emit is not None and (emit.args.get("changes") or any(emit.args.get(k) for k in emit.args if k != "final")):
         around.refusal = around.refusal or SqlwinUnsupportedError(

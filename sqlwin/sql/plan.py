@@ -45,7 +45,8 @@ from sqlwin.sql.aggregation import (  # noqa: F401 (WindowAggregation, key_text,
     recognise_propagation,
     window_keys,
 )
-from sqlwin.sql.around import grouping_around, recognise_around
+from sqlwin.sql.around import recognise_around
+from sqlwin.sql.grouping import grouping_around
 from sqlwin.sql.ast_nodes import WINDOW_FUNCTIONS, Emit, LateRowsInto, WindowTVF
 from sqlwin.sql.binding import MAX_ROWS, SchemaLookup, window_relation
 from sqlwin.sql.dialect import SqlwinDialect, parse_one
@@ -140,19 +141,35 @@ def mentions_sqlwin(sql: str) -> bool:
 
 def _build(sql: str, ast: exp.Expr, schema_of: SchemaLookup, time_zone: str = "UTC") -> QueryPlan:
     _unwrap_join_sides(ast)
+    _hoist_clauses(ast)
     windows = [_guarded(window_relation, node, sql, node, schema_of, time_zone) for node in ast.find_all(WindowTVF)]
     plan = _guarded(_finish, ast, sql, sql, ast, windows)
     if plan.around is not None:  # the stage's own plan, as if it were the whole statement
-        stage_sql = plan.around.stage_sql
         try:
-            plan.around.stage = _build(stage_sql, parse_one(stage_sql), schema_of, time_zone)
+            plan.around.stage = _build(plan.around.stage_sql, parse_one(plan.around.stage_sql), schema_of, time_zone)
             plan.around.stage.time_zone = time_zone
+            for part in plan.around.others:  # several stages: each its own plan
+                part.plan = _build(part.sql, parse_one(part.sql), schema_of, time_zone)
+                part.plan.time_zone = time_zone
         except SqlwinError:
             # The statement's own build bound every window function: what fails here is the stage's text
             # read back. Without the split the statement runs as before (complete input) or is refused
             # as one windowed aggregation (replay, stream).
             plan.around = None
     return plan
+
+
+def _hoist_clauses(ast: exp.Expr) -> None:
+    """EMIT and LATE ROWS INTO after a UNION ALL of SELECTs end its last SELECT, as the parser reads
+    them: they belong to the whole statement (each of its windowed stages)."""
+    if not isinstance(ast, exp.SetOperation):
+        return
+    last = ast
+    while isinstance(last, exp.SetOperation):
+        last = last.expression
+    for key in ("emit", "late_into"):
+        if isinstance(last, exp.Select) and last.args.get(key) is not None:
+            ast.set(key, last.args[key].pop())
 
 
 def _unwrap_join_sides(ast: exp.Expr) -> None:
@@ -240,7 +257,7 @@ def _finish(sql: str, ast: exp.Expr, windows: list[WindowRelation]) -> QueryPlan
 
 
 def _emit_spec(ast: exp.Expr) -> tuple[EmitSpec, Position | None]:
-    node = ast.args.get("emit") if isinstance(ast, exp.Select) else None
+    node = ast.args.get("emit") if isinstance(ast, (exp.Select, exp.SetOperation)) else None
     if not isinstance(node, Emit):
         return EmitSpec(), None
     a = node.args
