@@ -1,7 +1,8 @@
 """The streaming operator's processor, run by Spark's Python workers (transformWithStateInPandas).
 
 A worker module: it imports the runtime and the record layout (sqlwin.spark.operator), never the
-parser or the API, so unpickling the processor on a worker does not load sqlglot.
+parser or the API, so unpickling the processor on a worker does not load sqlglot. Spark gets it
+wrapped in a LazyProcessor (sqlwin.spark.lazy_processor), which the driver unpickles without it.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ import pandas as pd
 import pyarrow.compute as pc
 from pyspark.sql.streaming import StatefulProcessor
 
-from sqlwin.runtime.segments import INDEX, SEGMENT
 
 if t.TYPE_CHECKING:
     import pyarrow as pa
 from sqlwin.spark.bucket_input import rows_frame
 from sqlwin.spark.buckets import BucketState, SegmentedBucket
+from sqlwin.spark.lazy_processor import declare_state
 from sqlwin.spark.operator import CARRY, END_OF_INPUT, OperatorConfig
 from sqlwin.spark.packing import stream_bounds_of, unpack_rows
 from sqlwin.spark.records import block_frames, carried_records, records, records_frame
@@ -44,18 +45,8 @@ class WindowProcessor(StatefulProcessor):
         self._arrow_schema = None
 
     def init(self, handle) -> None:
-        from pyspark.sql.types import BinaryType, LongType, StructField, StructType
-
         self.handle = handle
-        blob = StructType([StructField("blob", BinaryType(), True)])
-        # The general runtime: a bucket's whole state in one value. The vectorised one: a
-        # directory, and segments and index parts by id (sqlwin.runtime.segments).
-        self.state = handle.getValueState("bucket", blob)
-        if self.segmented is not None:
-            ident = StructType([StructField("id", LongType(), False)])
-            self.store = _SparkStore(handle.getValueState("directory", blob),
-                                     {SEGMENT: handle.getMapState("segments", ident, blob),
-                                      INDEX: handle.getMapState("index", ident, blob)})
+        self.state, self.store = declare_state(handle, self.segmented is not None)
 
     def handleInputRows(self, key, rows, timerValues) -> t.Iterator[pd.DataFrame]:
         bucket = self._load()
@@ -163,27 +154,3 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
         return pd.concat(frames, ignore_index=True)
     return pd.DataFrame({i: np.concatenate([f.iloc[:, i].to_numpy() for f in frames])
                          for i in range(frames[0].shape[1])}).set_axis(frames[0].columns, axis=1)
-
-
-class _SparkStore:
-    """sqlwin.runtime.segments.Store over this processor's state: a ValueState and two MapStates."""
-
-    def __init__(self, directory, maps):
-        self.directory, self.maps = directory, maps
-
-    def get_directory(self) -> bytes | None:
-        value = self.directory.get()
-        return value[0] if value is not None else None
-
-    def put_directory(self, blob: bytes) -> None:
-        self.directory.update((blob,))
-
-    def get(self, kind: str, ident: int) -> bytes | None:
-        value = self.maps[kind].getValue((ident,))
-        return value[0] if value is not None else None
-
-    def put(self, kind: str, ident: int, blob: bytes) -> None:
-        self.maps[kind].updateValue((ident,), (blob,))
-
-    def delete(self, kind: str, ident: int) -> None:
-        self.maps[kind].removeKey((ident,))

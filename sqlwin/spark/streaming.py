@@ -48,6 +48,7 @@ from sqlwin.spark.checkpoint import (CONTROL, bucket_layout, check_chain_restart
                                      load_progress, remember_source_schemas, spread_layout, stored_metadata)
 from sqlwin.spark.connect import is_connect
 from sqlwin.spark.operator import OperatorConfig, choose_runtime, clock_packer, pack_rows
+from sqlwin.spark.lazy_processor import LazyProcessor
 from sqlwin.spark.processor import WindowProcessor
 from sqlwin.spark.pre_aggregation import PreAggregation, pre_aggregator
 from sqlwin.spark.replay import aggregate_type, integral_flags, record_schema
@@ -326,7 +327,9 @@ def window_operator(stateful: StatefulQuery, rows: "DataFrame", row_schema, cont
     runtime_class = choice.runtime if choice.segmented else None
     processor = WindowProcessor(config, integral_flags(row_schema), clock, _tick_ms(config), input_schema.names,
                                 row_schema.names, runtime_class, schema)
-    output = operator_input.groupBy("__bucket").transformWithStateInPandas(processor, schema, "Append", time_mode)
+    # Spark's driver unpickles the processor to plan the first micro-batch: the shell keeps that light.
+    output = operator_input.groupBy("__bucket").transformWithStateInPandas(LazyProcessor(processor), schema,
+                                                                           "Append", time_mode)
     return output, schema, clock
 
 
