@@ -528,6 +528,22 @@ def test_two_stages_reject_a_null_time_once_per_stage_in_every_mode(sw, spark):
             (2, 1, "null_time"), (2, 2, "null_time")], arrival
 
 
+def test_two_stages_over_two_tables_list_both_stages_rejected_rows_over_a_finished_table(sw, spark):
+    """Stages over tables with different columns: each stage's rejected row, its own columns filled and
+    the other table's NULL, with its stage -- before, only the first stage's were listed."""
+    at = lambda m: T0 + dt.timedelta(minutes=m)  # noqa: E731
+    spark.createDataFrame([(at(1), 1), (None, 2)], "ts TIMESTAMP, v INT").createOrReplaceTempView("bids")
+    spark.createDataFrame([(at(2), "x"), (None, "y")], "at TIMESTAMP, name STRING").createOrReplaceTempView("asks")
+    sw.sql("SELECT window_start, count(*) AS n FROM TUMBLE(TABLE bids, DESCRIPTOR(ts), INTERVAL 5 MINUTES) "
+           "GROUP BY window_start, window_end\nUNION ALL\n"
+           "SELECT window_start, count(*) FROM TUMBLE(TABLE asks, DESCRIPTOR(at), INTERVAL 5 MINUTES) "
+           "GROUP BY window_start, window_end LATE ROWS INTO both_rejected").collect()
+    rows = spark.table("both_rejected")
+    assert rows.columns[:4] == ["ts", "v", "at", "name"], rows.columns
+    assert sorted(((r.v, r.name, r.stage, r.reason) for r in rows.collect()), key=lambda r: r[2]) == [
+        (2, None, 1, "null_time"), (None, "y", 2, "null_time")]
+
+
 def test_two_stages_in_a_stream_follow_event_time_refused_before_the_checkpoint(sw, spark, tmp_path):
     """A processing-time stage beside another: refused before anything is written in the checkpoint."""
     from sqlwin.testing import feed_stream

@@ -82,6 +82,26 @@ def lower_complete(plan: QueryPlan) -> LoweredQuery:
         raise err.with_query(plan.sql) from None
 
 
+def _stages_rejected(plans: list[QueryPlan], rejected: list[str | None]) -> str | None:
+    """Several stages' rejected rows in one table, each with its `stage` (as a replay lists them):
+    every stage's row columns, NULL where a stage's table has no such column. None where a stage is a
+    windowed join (its rows come as a struct per side) or has no rows to reject."""
+    if any(r is None or p.join is not None for p, r in zip(plans, rejected)):
+        return None
+    own = [{c: kind for c, kind in p.windows[0].columns.items() if c.lower() not in WINDOW_COLUMNS} for p in plans]
+    names: dict[str, str] = {}
+    for columns in own:
+        for c, kind in columns.items():
+            names.setdefault(c, kind)
+    selects = []
+    for number, columns, sql in zip(stage_numbers(plans), own, rejected):
+        row = [quote_identifier(c) if c in columns else f"CAST(NULL AS {kind}) AS {quote_identifier(c)}"
+               for c, kind in names.items()]
+        selects.append(f"SELECT {', '.join(row)}, late_by, window_start, window_end, reason, {number} AS stage "
+                       f"FROM ({sql})")
+    return " UNION ALL ".join(selects)
+
+
 def _lower_complete(plan: QueryPlan) -> LoweredQuery:
     if plan.plain_spark:
         # Nothing of sqlwin's: Spark runs the user's own text (sqlglot's rewriting of it is not always Spark's).
@@ -93,12 +113,8 @@ def _lower_complete(plan: QueryPlan) -> LoweredQuery:
         parts = plan.around.parts
         stages = [_lower_complete(part.plan) for part in parts]
         rejected = stages[0].rejected_sql
-        if len(parts) > 1 and all(s.rejected_sql for s in stages) \
-                and len({tuple(p.plan.windows[0].columns) for p in parts}) == 1:
-            # several stages over one table: each stage's rejected rows with its number, as a replay's
-            numbers = stage_numbers([p.plan for p in parts])
-            rejected = " UNION ALL ".join(f"SELECT *, {n} AS stage FROM ({s.rejected_sql})"
-                                          for n, s in zip(numbers, stages))
+        if len(parts) > 1:  # each stage's rejected rows with its number, as a replay's
+            rejected = _stages_rejected([p.plan for p in parts], [s.rejected_sql for s in stages]) or rejected
         return LoweredQuery(plan.around.outer_over([s.sql for s in stages]),
                             [line for s in stages for line in s.strategies], rejected)
     ast = plan.ast.copy()
