@@ -24,6 +24,8 @@ class CountFinalRuntime(FixedFinalRuntime):
     NULL flag when the row had none). Partial windows end with the input, without a firing.
     """
 
+    takes_weights = False  # its windows depend on the other rows: rows of partial aggregates never reach it
+
     _STATE = FixedFinalRuntime._STATE + ("_count", "_first_time", "_first_null", "_last_time", "_last_null")
     _KEY_FIELDS = FixedFinalRuntime._KEY_FIELDS + ("_count",)
     _WINDOW_FIELDS = FixedFinalRuntime._WINDOW_FIELDS + ("_first_time", "_first_null", "_last_time", "_last_null")

@@ -31,6 +31,8 @@ class SessionFinalRuntime(FixedFinalRuntime):
     general runtime, so they may differ from it in the last bits (integers are exact).
     """
 
+    takes_weights = False  # its windows depend on the other rows: rows of partial aggregates never reach it
+
     _STATE = FixedFinalRuntime._STATE + ("_tk", "_ts", "_te")
     _TOMB_FIELDS = ("_ts", "_te")
 

@@ -13,6 +13,7 @@ hold its rows), and at most one min_by / max_by winner per pane. A worker module
 
 from __future__ import annotations
 
+import dataclasses
 import typing as t
 from dataclasses import dataclass
 
@@ -42,8 +43,6 @@ class PreAggregation:
     def of(cls, config: OperatorConfig, integral: tuple) -> "PreAggregation | None":
         """For a no-key partial aggregation's config (stateful.partial_aggregation's specs); None
         where the rows of a pane cannot stand in for their rows (see the module's docstring)."""
-        import dataclasses
-
         pane = config.windower.pane
         winner = winner_spec(config.aggregates)
         merging = merge_specs(config.aggregates)
@@ -54,6 +53,12 @@ class PreAggregation:
             return None
         merged = dataclasses.replace(config, aggregates=merging, argument_count=len(merging))
         return cls(pane, config, tuple(integral), winner, merged)
+
+    @property
+    def passed(self) -> list[str]:
+        """The input columns a pane's row takes from the row it stands for (its bucket, key, time,
+        arrival); its other columns are the partials __a<j> and __weight."""
+        return [layout.BUCKET, *layout.keys(self.config.key_count), layout.TIME, layout.PTIME, layout.ORDER]
 
     def argument_flags(self) -> tuple:
         """The partial columns' flags, as integral_flags reads a schema: True an integer, TIMESTAMP a
@@ -74,13 +79,15 @@ def pre_aggregator(pre: PreAggregation) -> t.Callable[["pa.RecordBatch"], "pa.Re
         import pyarrow.compute as pc
 
         table = pa.Table.from_batches([batch])
-        table = table.take(pc.sort_indices(table, [(layout.ORDER, "ascending")]))  # arrival order (stable)
+        order = batch.column(layout.ORDER)
+        if order.null_count or (np.diff(order.to_numpy(zero_copy_only=False)) < 0).any():
+            # arrival order (a stable sort); rows of a stream without arrival_order come in it
+            table = table.take(pc.sort_indices(table, [(layout.ORDER, "ascending")]))
         cols = arrow_columns(table, pre.config, pre.integral)
         partials = pre_aggregate(cols, pre.pane, pre.config.aggregates, pre.winner)
         rows = pa.array(partials.rows)
-        keep = [layout.BUCKET, *layout.keys(pre.config.key_count), layout.TIME, layout.PTIME, layout.ORDER]
         names, arrays = [], []
-        for name in keep:
+        for name in pre.passed:
             names.append(name)
             arrays.append(table.column(name).take(rows).combine_chunks())
         for j, ((values, null), flag) in enumerate(zip(partials.values, pre.argument_flags())):

@@ -337,7 +337,7 @@ def pre_aggregation(stateful: StatefulQuery, row_schema, clock: str, by_aggregat
     """How a stream's no-key partial aggregation is aggregated per input partition before its
     stateful stage (pre_aggregation.py), or None: not asked for (the checkpoint's layout), not
     exact for this query, or a runtime that does not count rows by their weight."""
-    if not stateful.pre_aggregate or clock != "none":
+    if not stateful.pre_aggregate or not stateful.spread or clock != "none":  # (its clock rows: the raw rows')
         return None
     pre = PreAggregation.of(stateful.config, integral_flags(row_schema))
     if pre is None:
@@ -352,8 +352,7 @@ def pre_aggregated_schema(pre: PreAggregation, row_schema):
     from pyspark.sql.types import LongType, StructField, StructType
 
     types = {f.name: f.dataType for f in row_schema.fields}
-    keep = [layout.BUCKET, *layout.keys(pre.config.key_count), layout.TIME, layout.PTIME, layout.ORDER]
-    fields = [StructField(name, types[name], True) for name in keep]
+    fields = [StructField(name, types[name], True) for name in pre.passed]
     fields += [StructField(layout.argument(j), aggregate_type(spec, types), True)
                for j, spec in enumerate(pre.config.aggregates)]
     return StructType([*fields, StructField(layout.WEIGHT, LongType(), False)])
