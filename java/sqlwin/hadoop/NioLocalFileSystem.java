@@ -1,0 +1,10 @@
+package sqlwin.hadoop;
+
+import org.apache.hadoop.fs.LocalFileSystem;
+
+/** fs.file.impl: Hadoop's checksummed local file system over NioRawLocalFileSystem. */
+public class NioLocalFileSystem extends LocalFileSystem {
+  public NioLocalFileSystem() {
+    super(new NioRawLocalFileSystem());
+  }
+}
