@@ -212,13 +212,14 @@ def test_stop_and_once_release_the_checkpoint_and_this_process_cannot_run_two_st
     from sqlwin.errors import SqlwinUsageError
 
     dirs = Dirs(tmp_path)
-    handle = sw.stream(QUERY, sources={"clicks": dirs.frame(spark)}, sink=str(dirs.sink),
-                       checkpoint=str(dirs.checkpoint))
+    # The directory read as `sqlwin stream --source-format csv` reads it (its rows and its malformed
+    # rows: two Spark sources), so the command below can take the checkpoint over.
+    as_the_command = dict(sources={"clicks": str(dirs.source)}, source_format="csv")
+    handle = sw.stream(QUERY, sink=str(dirs.sink), checkpoint=str(dirs.checkpoint), **as_the_command)
     try:
         assert json.loads(dirs.lock.read_text())["run_id"] == handle.run_id
         with pytest.raises(SqlwinUsageError) as refused:
-            sw.stream(QUERY, sources={"clicks": dirs.frame(spark)}, sink=str(dirs.sink),
-                      checkpoint=str(dirs.checkpoint))
+            sw.stream(QUERY, sink=str(dirs.sink), checkpoint=str(dirs.checkpoint), **as_the_command)
         assert f"in use by a running stream (this process, pid {os.getpid()}," in refused.value.message
         assert "stream.stop()" in refused.value.hint
     finally:
@@ -231,6 +232,28 @@ def test_stop_and_once_release_the_checkpoint_and_this_process_cannot_run_two_st
     with pytest.raises(SqlwinUsageError):
         sw.stream(QUERY.replace("30 MINUTES", "1 HOUR"), sources={"clicks": dirs.frame(spark)},
                   sink=str(dirs.sink), checkpoint=str(dirs.checkpoint))
+    assert not dirs.lock.exists()
+
+
+def test_a_restart_that_reads_other_sources_than_the_checkpoints_is_refused_in_sqlwins_words(sw, spark, tmp_path,
+                                                                                             capsys):
+    """A stream started over a DataFrame, restarted as `sqlwin stream --source-format csv` (which reads
+    the directory twice: its rows and its malformed rows): Spark would fail the first batch with "There
+    are [2] sources in the checkpoint offsets and now there are [3]"; sqlwin refuses before it starts."""
+    from sqlwin.cli import main
+
+    dirs = Dirs(tmp_path)
+    handle = sw.stream(QUERY, sources={"clicks": dirs.frame(spark)}, sink=str(dirs.sink),
+                       checkpoint=str(dirs.checkpoint))
+    try:
+        handle.process_all_available()  # Spark's offsets name two sources: the file source, the control rows
+    finally:
+        handle.stop()
+    capsys.readouterr()
+    assert main(dirs.args("--once")) == 2
+    said = capsys.readouterr().err
+    assert "belongs to a stream that read 2 streaming sources, and this start reads 3" in said, said
+    assert "Traceback" not in said and "assertion failed" not in said
     assert not dirs.lock.exists()
 
 

@@ -23,6 +23,8 @@ from sqlwin.spark.stateful_query import StatefulQuery
 from sqlwin.sql.plan import describe_emit, describe_time, describe_watermark, describe_windower
 
 if t.TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
     from sqlwin.sql.plan import QueryPlan
 
 CONTROL = "sqlwin-control"  # in the checkpoint: control rows, one file per end of input
@@ -238,3 +240,37 @@ def load_batches(checkpoint: str, run_id: str, known: dict) -> list[dict]:
             except (OSError, ValueError):
                 continue
     return [known[name] for name in sorted(known)]
+
+
+def check_source_count(checkpoint: str, output: "DataFrame", query_text: str) -> None:
+    """A restart must read as many streaming sources as the stream its checkpoint holds: Spark
+    matches the checkpoint's offsets to the query's sources by position and otherwise fails the
+    first batch with an assertion ("There are [2] sources in the checkpoint offsets and now there
+    are [3]"). Refused here, before the query starts, in sqlwin's words. The sources are the
+    streaming leaves of `output` (the query's sources, the control rows, and a CSV or JSON
+    directory's second read for its malformed rows); over Spark Connect the plan is the server's,
+    and Spark's own message stands."""
+    offsets = Path(checkpoint) / "spark" / "offsets"
+    logs = [p for p in offsets.glob("*") if p.name.isdigit()] if offsets.is_dir() else []
+    jdf = getattr(output, "_jdf", None)
+    if not logs or jdf is None:
+        return
+    lines = max(logs, key=lambda p: int(p.name)).read_text().splitlines()
+    before = len(lines) - 2  # a version line, the batch's metadata, then one line per source
+    now = _streaming_sources(jdf.queryExecution().logical())
+    if before > 0 and now != before:
+        raise SqlwinUsageError(
+            f"The checkpoint at {checkpoint} belongs to a stream that read {before} streaming sources, and this "
+            f"start reads {now}: Spark matches a checkpoint's offsets to the sources by position",
+            query=query_text,
+            hint="start it as it was first started: the same sources, each a directory or a DataFrame as before, "
+                 "and the same source format (sqlwin reads a CSV or JSON directory twice, its rows and its "
+                 "malformed rows) -- or a fresh checkpoint")
+
+
+def _streaming_sources(plan) -> int:
+    """How many streaming sources Spark gives a (JVM) plan: one per streaming relation it reaches,
+    a DataFrame reached twice (a self-union, a directory's rows and its malformed rows) counted
+    twice, as Spark reads it twice (checked: a union of a, b, a has three sources in its offsets)."""
+    leaves = plan.collectLeaves()
+    return sum(1 for index in range(leaves.size()) if leaves.apply(index).nodeName().startswith("StreamingRelation"))

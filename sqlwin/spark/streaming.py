@@ -44,8 +44,9 @@ from sqlwin.outputs import METADATA, claim_sinks
 from sqlwin.spark import layout, supervision
 from sqlwin.spark.around import (describe as describe_around, explained_sql, refuse_chains_beside, rows_for_aggregates,
                                  stage_lines, stage_plans as around_stages)
-from sqlwin.spark.checkpoint import (CONTROL, bucket_layout, check_chain_restart, check_restart, kept_layout,
-                                     load_progress, remember_source_schemas, spread_layout, stored_metadata)
+from sqlwin.spark.checkpoint import (CONTROL, bucket_layout, check_chain_restart, check_restart, check_source_count,
+                                     kept_layout, load_progress, remember_source_schemas, spread_layout,
+                                     stored_metadata)
 from sqlwin.spark.connect import is_connect
 from sqlwin.spark.operator import OperatorConfig, choose_runtime, clock_packer, pack_rows
 from sqlwin.spark.lazy_processor import LazyProcessor
@@ -224,6 +225,7 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     handle.around, handle.branches = around, tuple(branches)
     handle.row_stages = row_stages([stateful, *(b.query for b in branches[1:])])
     handle.bucket_stats = load_progress(checkpoint)
+    check_source_count(checkpoint, output, query_text)
     writer = output.writeStream.foreachBatch(sink_writer(stateful, handle)) \
         .option("checkpointLocation", str(Path(checkpoint) / "spark")) \
         .queryName(query_name or stream_name(query_text, sink))  # the Spark UI's name for it
