@@ -39,15 +39,19 @@ def sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
     footer says how many rows).
     """
 
+    summary_columns: list = []  # built once per stream (a py4j call per function: ~20 ms a batch)
+
     def write(records_df: "DataFrame", batch_id: int) -> None:
         from pyspark.sql import Observation
 
         if handle.branches:
             return _write_branches(records_df, batch_id, handle)
         spark = records_df.sparkSession
+        if not summary_columns:
+            summary_columns.extend(_summary_columns(len(handle.inners) + 1))
         observation = Observation(f"sqlwin_{uuid.uuid4().hex}") if not is_connect(spark) else None
         if observation is not None:
-            records_df = records_df.observe(observation, *_summary_columns(len(handle.inners) + 1))
+            records_df = records_df.observe(observation, *summary_columns)
         # read twice (the late rows; the SQL around the windows may read the results twice): computed once
         cached = bool(handle.late_sink) or observation is None or handle.around is not None
         if cached:
@@ -63,7 +67,7 @@ def sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
             handle.result_schema = result.drop("__seq").schema
             written = _write_batch(result, handle.sink, batch_id, order=order, shuffle=not cached)
             summary = observation.get if observation is not None else \
-                records_df.agg(*_summary_columns(len(handle.inners) + 1)).first().asDict()
+                records_df.agg(*summary_columns).first().asDict()
             rows_before = handle.total("rows")
             kinds = _summarise(summary, handle, batch_id)
             save_progress(handle.checkpoint, handle.bucket_stats)
