@@ -106,14 +106,21 @@ def _classic_session(app_name: str, master: str, shuffle_partitions: int, conf: 
 def _local_file_system(master: str, conf: dict[str, str]) -> dict[str, str]:
     """The settings that give a local session Hadoop's local file system without forks (LOCAL_FS).
 
-    Only where this process starts the JVM and runs every task in it (a local master, no Spark
-    running yet): the jar goes on the driver's class path at launch, which a running JVM or a
-    cluster's executors would not have. A user's own `fs.file.impl` wins; a user's own driver class
-    path is kept, the jar appended."""
+    Only where this process starts the JVM and runs every task in it (a local master, not
+    local-cluster, whose executors are JVMs of their own; no Spark running yet): the jar goes on
+    the driver's class path at launch, which a running JVM or a cluster's executors would not
+    have. A user's own `fs.file.impl` wins; a user's own driver class path is kept, the jar appended."""
     from pyspark import SparkContext
 
-    if not master.startswith("local") or SparkContext._active_spark_context is not None \
-            or any(key in conf for key in LOCAL_FS) or not LOCAL_FS_JAR.is_file():
+    if SparkContext._active_spark_context is not None:
+        return {}
+    return local_file_system_settings(master, conf)
+
+
+def local_file_system_settings(master: str, conf: dict[str, str]) -> dict[str, str]:
+    """_local_file_system's choice for a JVM not started yet (see there)."""
+    in_process = master == "local" or master.startswith("local[")
+    if not in_process or any(key in conf for key in LOCAL_FS) or not LOCAL_FS_JAR.is_file():
         return {}
     classpath = os.pathsep.join(part for part in (conf.get(DRIVER_CLASSPATH), str(LOCAL_FS_JAR)) if part)
     return {**LOCAL_FS, DRIVER_CLASSPATH: classpath}

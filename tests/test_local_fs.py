@@ -104,3 +104,15 @@ def test_link_status_is_hadoops(spark, tmp_path):
     assert status(ours, "file")[:3] == (False, False, 12)
     assert status(ours, "link")[1:4] == (True, None, f"file:{tmp_path / 'file'}")
     assert status(ours, "missing") == ("Py4JJavaError", "java.io.FileNotFoundException")
+
+
+def test_only_a_master_that_runs_tasks_in_this_jvm_gets_it():
+    choose = sys.modules["sqlwin.session"].local_file_system_settings
+    assert choose("local[2]", {})["spark.hadoop.fs.file.impl"] == "sqlwin.hadoop.NioLocalFileSystem"
+    assert choose("local[*]", {})["spark.driver.extraClassPath"] == str(LOCAL_FS_JAR)
+    assert choose("local", {}) != {}
+    for master in ("local-cluster[2,1,1024]", "spark://127.0.0.1:7077", "yarn"):
+        assert choose(master, {}) == {}, master
+    assert choose("local[2]", {"spark.hadoop.fs.file.impl": "mine"}) == {}  # the user's own wins
+    kept = choose("local[2]", {"spark.driver.extraClassPath": "/opt/a.jar"})["spark.driver.extraClassPath"]
+    assert kept == f"/opt/a.jar{os.pathsep}{LOCAL_FS_JAR}"
