@@ -215,6 +215,13 @@ def test_a_no_key_stream_aggregates_each_partition_before_the_operator_and_count
     assert sorted(_key(tuple(v for n, v in zip(names, r) if n != "emit_seq")) for r in fed.rows) == expected
     stored = json.loads((workdir / "checkpoint" / "sqlwin.json").read_text())
     assert stored["pre_aggregation"] is True
+    # the partials merged on the driver (spark/driver_state.py): no stateful operator in Spark's
+    # checkpoint, a snapshot per micro-batch in sqlwin's (the last few kept)
+    assert stored["driver_state"] is True and "on the driver, in the sink's foreachBatch" in explained
+    assert not (workdir / "checkpoint" / "spark" / "state").exists()
+    snapshots = sorted(int(p.name) for p in (workdir / "checkpoint" / "sqlwin-driver-state").iterdir())
+    commits = [int(p.name) for p in (workdir / "checkpoint" / "spark" / "commits").iterdir() if p.name.isdigit()]
+    assert snapshots and snapshots[-1] == max(commits)  # every micro-batch, the end of input's too
     # every row accounted for: 160 rows, the replay's late rows (one window each) and its rejected
     # rows (3 % without a time) -- LATE ROWS INTO holds both
     untimed = sum(1 for r in spread_table["spread"].collect() if r.ts is None)

@@ -39,6 +39,9 @@ Kinds, their current format, and what their state holds:
     IndexPart            1  (sorted key hashes, their segments), two arrays. Before: the tuple, bare.
     BucketState          1  a bucket's one value (spark/operator.py): now, runtimes {clock key: a
                             sealed runtime}, ended_counts. Before: that dict, bare.
+    DriverState          1  a stream's state held on the driver after one micro-batch
+                            (spark/driver_state.py): batch, buckets {bucket id: {"value", "directory":
+                            sealed blobs, "segment" / "index": {id: sealed blob}}}. No earlier shape.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from sqlwin.runtime.model import RuntimeConfigError
 
 ENVELOPE = 1
 FORMATS = {"WindowRuntime": 2, "FixedFinalRuntime": 1, "CountFinalRuntime": 1, "SessionFinalRuntime": 1,
-           "SegmentDirectory": 2, "SegmentPiece": 1, "IndexPart": 1, "BucketState": 1}
+           "SegmentDirectory": 2, "SegmentPiece": 1, "IndexPart": 1, "BucketState": 1, "DriverState": 1}
 CONFIG_NAMES = ("windower", "watermark", "emit", "aggregates", "processing_time")
 _NEWER = "a state written by a newer sqlwin: run that version, or restart from a fresh checkpoint location"
 

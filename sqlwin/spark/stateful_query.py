@@ -69,6 +69,9 @@ class StatefulQuery:
     # (streaming.pre_aggregation): the operator then merges rows of partial aggregates.
     pre_aggregate: bool = False
     where_sql: str | None = None  # the query's WHERE over the input (part of source_sql)
+    # The stateful stage run on the driver, in the sink's foreachBatch (spark/driver_state.py):
+    # its DriverOperator, set when the stream is built; None: transformWithStateInPandas.
+    driver: t.Any = None
 
     # -- step 1 ------------------------------------------------------------------------
 

@@ -47,13 +47,17 @@ def sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
         if handle.branches:
             return _write_branches(records_df, batch_id, handle)
         spark = records_df.sparkSession
+        local = None  # the stateful stage on the driver (driver_state.py): its records' summary, read locally
+        if stateful.driver is not None:
+            records_df, local = stateful.driver.apply(records_df, batch_id)
         if not summary_columns:
             summary_columns.extend(_summary_columns(len(handle.inners) + 1))
-        observation = Observation(f"sqlwin_{uuid.uuid4().hex}") if not is_connect(spark) else None
+        observation = Observation(f"sqlwin_{uuid.uuid4().hex}") \
+            if not is_connect(spark) and local is None else None
         if observation is not None:
             records_df = records_df.observe(observation, *summary_columns)
         # read twice (the late rows; the SQL around the windows may read the results twice): computed once
-        cached = bool(handle.late_sink) or observation is None or handle.around is not None
+        cached = bool(handle.late_sink) or (observation is None and local is None) or handle.around is not None
         if cached:
             records_df = records_df.persist()
         name = f"__sqlwin_batch_{uuid.uuid4().hex[:12]}"
@@ -65,8 +69,8 @@ def sink_writer(stateful: StatefulQuery, handle: StreamingWindowQuery):
             if handle.around is not None:  # the SQL around the windows, over this batch's results
                 result, order = outer_frame(spark, handle.around, result), None
             handle.result_schema = result.drop("__seq").schema
-            written = _write_batch(result, handle.sink, batch_id, order=order, shuffle=not cached)
-            summary = observation.get if observation is not None else \
+            written = _write_batch(result, handle.sink, batch_id, order=order, shuffle=not cached and local is None)
+            summary = observation.get if observation is not None else local if local is not None else \
                 records_df.agg(*summary_columns).first().asDict()
             rows_before = handle.total("rows")
             kinds = _summarise(summary, handle, batch_id)

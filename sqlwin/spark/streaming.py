@@ -48,6 +48,7 @@ from sqlwin.spark.checkpoint import (CONTROL, bucket_layout, check_chain_restart
                                      kept_layout, load_progress, remember_source_schemas, spread_layout,
                                      stored_metadata)
 from sqlwin.spark.connect import is_connect
+from sqlwin.spark.driver_state import DriverOperator
 from sqlwin.spark.operator import OperatorConfig, choose_runtime, clock_packer, pack_rows
 from sqlwin.spark.lazy_processor import LazyProcessor
 from sqlwin.spark.processor import WindowProcessor
@@ -172,6 +173,9 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     # ... its partial aggregates started per input partition, before the stateful stage (the
     # operator's state then holds merged partials: a checkpoint of an earlier version keeps its rows').
     pre = kept_layout(checkpoint, "pre_aggregation", partial)
+    # ... and the merge of those partials on the driver, in foreachBatch, not in a Python stateful
+    # operator (driver_state.py): one stage alone in its stream.
+    on_driver = kept_layout(checkpoint, "driver_state", pre and not later and not beside)
     # min_by / max_by in the vectorised runtime (an earlier version's checkpoint holds them in
     # the general runtime's state, and keeps it).
     state_layout = {"keyed": keyed, "by_aggregates": kept_layout(checkpoint, "vectorised_min_max_by", True)}
@@ -186,7 +190,8 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     control_dir = Path(checkpoint) / CONTROL
     control_dir.mkdir(parents=True, exist_ok=True)
     control = spark.readStream.schema("__bucket INT, __control STRING").json(str(control_dir))
-    output, schema, clock = _window_operator(runner, stateful, query_text, control, **state_layout)
+    output, schema, clock = _window_operator(runner, stateful, query_text, control, **state_layout,
+                                             driver=checkpoint if on_driver else None)
     control_buckets = tuple(stateful.bucket_ids or range(stateful.bucket_count))
     inners: list[Stage] = []
     stage_plan = first
@@ -276,16 +281,19 @@ def stream_name(query_text: str, sink: str) -> str:
 
 
 def _window_operator(runner: "SparkRunner", stateful: StatefulQuery, query_text: str, control: "DataFrame",
-                     keyed: bool = False, by_aggregates: bool = True):
+                     keyed: bool = False, by_aggregates: bool = True, driver: str | None = None):
     """One stateful stage: the query's input rows packed, with the control rows, through the window
     runtime in transformWithStateInPandas. (records, their schema, the clock that drives timers)
-    `keyed`, `by_aggregates`: the checkpoint's state layout (`kept_layout`)."""
+    `keyed`, `by_aggregates`: the checkpoint's state layout (`kept_layout`). `driver`: the checkpoint,
+    when its layout runs a pre-aggregated stage on the driver (driver_state.py): the records are then
+    the packed partials, and the stage's DriverOperator is `stateful.driver`."""
     rows = runner.sql(stateful.input_sql(arrival=False), query_text)
-    return window_operator(stateful, rows, rows.schema, control, keyed=keyed, by_aggregates=by_aggregates)
+    return window_operator(stateful, rows, rows.schema, control, keyed=keyed, by_aggregates=by_aggregates,
+                           driver=driver)
 
 
 def window_operator(stateful: StatefulQuery, rows: "DataFrame", row_schema, control: "DataFrame | None",
-                    keyed: bool = False, by_aggregates: bool = True):
+                    keyed: bool = False, by_aggregates: bool = True, driver: str | None = None):
     """`_window_operator` over input rows whose schema is known (`row_schema`): nothing here analyses a
     DataFrame, so a pipeline's flow function, which may not, builds its stream with it
     (sqlwin/spark/pipeline.py). `control`: the end-of-input rows (None: the input never ends)."""
@@ -329,6 +337,9 @@ def window_operator(stateful: StatefulQuery, rows: "DataFrame", row_schema, cont
     runtime_class = choice.runtime if choice.segmented else None
     processor = WindowProcessor(config, integral_flags(row_schema), clock, _tick_ms(config), input_schema.names,
                                 row_schema.names, runtime_class, schema)
+    if driver is not None and pre is not None:  # the few partial rows merged in foreachBatch, on the driver
+        stateful.driver = DriverOperator(processor, schema, driver)
+        return operator_input, schema, clock
     # Spark's driver unpickles the processor to plan the first micro-batch: the shell keeps that light.
     output = operator_input.groupBy("__bucket").transformWithStateInPandas(LazyProcessor(processor), schema,
                                                                            "Append", time_mode)
@@ -368,7 +379,7 @@ def _known_schema(frame: "DataFrame", schema) -> None:
         frame._cached_schema = schema
 
 
-def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None = None):
+def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None = None, alone: bool = True):
     """What `start_stream` runs, for explain: the clock, the buckets, the engine path and why, the
     Spark SQL around the operator. The tables the query names give the input's schema (a stream's
     source has the same columns); nothing is started and no checkpoint is written."""
@@ -379,7 +390,7 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
         plans = around_stages(plan, "streaming")
         if len(plans) > 1:
             refuse_chains_beside(plan.around, plan.sql)
-        stages = [explain_stream(runner, one, buckets) for one in plans]
+        stages = [explain_stream(runner, one, buckets, alone=len(plans) == 1) for one in plans]
         lines = [line for line in stage_lines([s.strategies for s in stages]) if ", sink:" not in line]
         sink = [line for line in stages[0].strategies if line.startswith("sink:")]
         if len(plans) > 1:
@@ -392,7 +403,7 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
                             [*lines, *(sink if len(plans) > 1 else []), describe_around(plan.around, "streaming")])
     if plan.propagation is not None:
         inner_plan = runner.planner(plan.propagation.inner_sql)
-        inner = explain_stream(runner, inner_plan, buckets)
+        inner = explain_stream(runner, inner_plan, buckets, alone=False)
         number = chain_stages(inner_plan, runner.planner) + 1
         earlier = [s for s in inner.strategies if not s.startswith("sink:")]
         if inner_plan.propagation is None:
@@ -442,7 +453,11 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
          f"checkpoint){spread_note}" if stateful.bucket_count > 1 else
          "streaming: Structured Streaming; each micro-batch's rows packed (mapInArrow) into one bucket: one clock "
          "for the stream, which one operator call judges" + _one_bucket_reason(stateful)),
-        f"operator: groupBy(bucket).transformWithStateInPandas through {engine}; RocksDB state in the checkpoint",
+        (f"operator: on the driver, in the sink's foreachBatch: the micro-batch's few rows of partial aggregates "
+         f"collected and merged through {engine}, the state a file per micro-batch in the checkpoint "
+         f"(sqlwin-driver-state/<batch id>; no Python stateful operator, whose fixed cost is ~290 ms a micro-batch)"
+         if alone and pre is not None and stateful.partial_merge is not None else
+         f"operator: groupBy(bucket).transformWithStateInPandas through {engine}; RocksDB state in the checkpoint"),
         f"clock: {clock}",
         "sink: foreachBatch writes <sink>/batch_id=N/ (replaced when Spark re-runs a batch: exactly once)"
         + ("; late and rejected rows to <late sink>/batch_id=N/" if plan.late_into else ""),
