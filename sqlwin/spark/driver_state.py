@@ -23,6 +23,7 @@ import typing as t
 from pathlib import Path
 
 from sqlwin.runtime.snapshots import seal, unseal
+from sqlwin.spark.lazy_processor import INDEX, SEGMENT, SparkStore
 
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -48,28 +49,27 @@ class _Value:
         self.bucket.pop(self.name, None)
 
 
-class _Store:
-    """sqlwin.runtime.segments.Store over one bucket's dict (as lazy_processor.SparkStore over Spark's state)."""
+class _Parts:
+    """A MapState's getValue / updateValue / removeKey over one bucket's parts of a kind {id: blob}."""
 
-    def __init__(self, bucket: dict):
-        self.bucket = bucket
-        self.directory = _Value(bucket, "directory")
+    def __init__(self, parts: dict):
+        self.parts = parts
 
-    def get_directory(self) -> bytes | None:
-        value = self.directory.get()
-        return value[0] if value is not None else None
+    def getValue(self, key: tuple):
+        blob = self.parts.get(key[0])
+        return (blob,) if blob is not None else None
 
-    def put_directory(self, blob: bytes) -> None:
-        self.directory.update((blob,))
+    def updateValue(self, key: tuple, value: tuple) -> None:
+        self.parts[key[0]] = value[0]
 
-    def get(self, kind: str, ident: int) -> bytes | None:
-        return self.bucket.setdefault(kind, {}).get(ident)
+    def removeKey(self, key: tuple) -> None:
+        self.parts.pop(key[0], None)
 
-    def put(self, kind: str, ident: int, blob: bytes) -> None:
-        self.bucket.setdefault(kind, {})[ident] = blob
 
-    def delete(self, kind: str, ident: int) -> None:
-        self.bucket.setdefault(kind, {}).pop(ident, None)
+def _store(bucket: dict) -> SparkStore:
+    """The segments' Store over one bucket's dict, as SparkStore over Spark's state."""
+    parts = {kind: _Parts(bucket.setdefault(kind, {})) for kind in (SEGMENT, INDEX)}
+    return SparkStore(_Value(bucket, "directory"), parts)
 
 
 class DriverSnapshots:
@@ -122,7 +122,7 @@ class DriverOperator:
         frames = []
         for bucket_id, part in rows.groupby("__bucket", sort=True):
             bucket = buckets.setdefault(int(bucket_id), {})
-            self.processor.state, self.processor.store = _Value(bucket, "value"), _Store(bucket)
+            self.processor.state, self.processor.store = _Value(bucket, "value"), _store(bucket)
             self.processor.handle = None  # no timers in this shape
             frames += list(self.processor.handleInputRows((int(bucket_id),), [part.reset_index(drop=True)], None))
         snapshots.write(batch_id, buckets)
