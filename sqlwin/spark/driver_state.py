@@ -112,12 +112,11 @@ class DriverOperator:
         """(the records, the sink's summary of them -- what stream_sink observes where Spark runs the
         operator: each stats record, a count per kind and of malformed rows -- read off the local table)."""
         import pyarrow as pa
+        import pyarrow.compute as pc
         from pyspark.sql.pandas.types import to_arrow_schema
 
         snapshots = DriverSnapshots(self.checkpoint)
         buckets = snapshots.before(batch_id)
-        import pyarrow.compute as pc
-
         # toArrow, not toPandas: a stream stopped mid-batch interrupts the collect, and toPandas then
         # warns of its Arrow path on the user's stderr (the suite saw it)
         rows = packed.toArrow().rename_columns(self.processor.columns)
@@ -144,8 +143,7 @@ def _summary(table) -> dict:
     from sqlwin.spark.stream_sources import MALFORMED
 
     kind = table.column("__kind")
-    summary = {name: pc.sum(pc.equal(kind, value)).as_py() or 0
-               for name, value in (("emit", EMIT), ("late", LATE), ("rejected", REJECTED))}
+    summary = {name: pc.sum(pc.equal(kind, name)).as_py() or 0 for name in (EMIT, LATE, REJECTED)}
     summary["stats"] = table.column("__stats").filter(pc.equal(kind, STATS)).to_pylist()
     summary[MALFORMED] = pc.sum(pc.equal(table.column("__reason"), MALFORMED)).as_py() or 0
     return summary
