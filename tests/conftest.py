@@ -10,7 +10,8 @@ import pytest
 
 import sqlwin
 
-pytest_plugins = ["tests.steps.tables", "tests.steps.queries", "tests.steps.streams", "tests.support.deploy"]
+pytest_plugins = ["tests.steps.tables", "tests.steps.queries", "tests.steps.streams", "tests.support.deploy",
+                  "tests.support.ahead", "tests.support.background"]
 
 
 @pytest.fixture(scope="session")

@@ -149,17 +149,19 @@ def fed_rows(fed) -> Counter:
 
 
 @pytest.mark.parametrize("shape,window,having,where", cases())
-def test_every_mode_gives_the_complete_answer(sw, spark, tables, tmp_path, shape, window, having, where):
+def test_every_mode_gives_the_complete_answer(sw, spark, tables, ahead, request, shape, window, having, where):
     """Every row on time: complete input (Spark SQL over the whole statement) = replay = stream."""
     from sqlwin.testing import feed_stream
 
+    streamed = ahead.stream(request, lambda p, workdir: feed_stream(
+        sw, query(p["shape"], p["window"], False, p["having"], p["where"]), tables["on_time"], "ev", "batch", "off",
+        workdir=workdir))
     tables["on_time"].createOrReplaceTempView("ev")
     complete = rows(sw.sql(query(shape, window, False, having, where)))
     assert complete, "the case must have results to compare"
     replay = rows(sw.sql(query(shape, window, True, having, where)))
     assert replay == complete, f"{shape}/{window}: replay differs from complete input"
-    fed = feed_stream(sw, query(shape, window, False, having, where), tables["on_time"], "ev", "batch", "off",
-                      workdir=str(tmp_path))
+    fed = streamed.result()
     assert fed_rows(fed) == complete, f"{shape}/{window}: the stream differs from complete input"
     if shape == "tvf_rows":  # a window function's rows come as they arrive: every batch gives some
         assert all(fed.per_batch[:-1]), [len(b) for b in fed.per_batch]
@@ -167,11 +169,14 @@ def test_every_mode_gives_the_complete_answer(sw, spark, tables, tmp_path, shape
 
 @pytest.mark.parametrize("shape,window", [("top_n", "tumble"), ("max_join", "hop"), ("per_window", "session"),
                                           ("tvf_rows", "hop"), ("tvf_top_n", "tumble")])
-def test_late_rows_replay_equals_stream(sw, spark, tables, tmp_path, shape, window):
+def test_late_rows_replay_equals_stream(sw, spark, tables, ahead, request, shape, window):
     """Rows arriving late: the replay and the stream agree on the results and on the late rows,
     which the stage routes (LATE ROWS INTO)."""
     from sqlwin.testing import feed_stream
 
+    streamed = ahead.stream(request, lambda p, workdir: feed_stream(
+        sw, query(p["shape"], p["window"], False) + " EMIT FINAL LATE ROWS INTO around_late", tables["late"], "ev",
+        "batch", "off", workdir=workdir, late=True))
     tables["late"].createOrReplaceTempView("ev")
     text = query(shape, window, True) + " EMIT FINAL LATE ROWS INTO around_late"
     replay = rows(sw.sql(text))
@@ -179,8 +184,7 @@ def test_late_rows_replay_equals_stream(sw, spark, tables, tmp_path, shape, wind
     assert replay_late, "the case must have late rows"
     complete = rows(sw.sql(query(shape, window, False)))
     assert replay != complete, "late rows must change the answer, or the case tests nothing"
-    fed = feed_stream(sw, query(shape, window, False) + " EMIT FINAL LATE ROWS INTO around_late",
-                      tables["late"], "ev", "batch", "off", workdir=str(tmp_path), late=True)
+    fed = streamed.result()
     assert fed_rows(fed) == replay
     assert Counter(r[:3] for r in fed.late_rows) == replay_late
 
@@ -217,11 +221,13 @@ def together(shape: str, window: str, arrival: bool) -> str:
 
 @pytest.mark.parametrize("shape,window", [("rows", "session"), ("rows", "count_window"), ("rows", "slide"),
                                           ("top_n", "session"), ("spark_aggregates", "session_all_keys")])
-def test_rows_of_windows_formed_together_in_every_mode(sw, spark, tables, tmp_path, shape, window):
+def test_rows_of_windows_formed_together_in_every_mode(sw, spark, tables, ahead, request, shape, window):
     """SESSION, COUNT_WINDOW and SLIDE rows (and any Spark aggregate over them): each window's rows
     when it closes, the same as over the finished table."""
     from sqlwin.testing import feed_stream
 
+    streamed = ahead.stream(request, lambda p, workdir: feed_stream(
+        sw, together(p["shape"], p["window"], False), tables["on_time"], "ev", "batch", "off", workdir=workdir))
     tables["on_time"].createOrReplaceTempView("ev")
     complete = rows(sw.sql(together(shape, window, False)))
     assert complete, "the case must have results to compare"
@@ -229,9 +235,7 @@ def test_rows_of_windows_formed_together_in_every_mode(sw, spark, tables, tmp_pa
         merged = sw.sql(together("rows", window, False)).groupBy("window_start", "window_end").count()
         assert merged.where("count > 2").count() > 0
     assert rows(sw.sql(together(shape, window, True))) == complete, f"{shape}/{window}: replay"
-    fed = feed_stream(sw, together(shape, window, False), tables["on_time"], "ev", "batch", "off",
-                      workdir=str(tmp_path))
-    assert fed_rows(fed) == complete, f"{shape}/{window}: the stream differs from complete input"
+    assert fed_rows(streamed.result()) == complete, f"{shape}/{window}: the stream differs from complete input"
 
 
 def test_a_sessions_rows_with_late_rows_replay_equals_stream(sw, spark, tables, tmp_path):
@@ -414,27 +418,32 @@ def two_stages(shape: str, first: str, second: str, arrival: bool) -> str:
 
 
 @pytest.mark.parametrize("shape,first,second,restart", TWO_STAGE_CASES)
-def test_two_stages_in_every_mode(sw, tables, tmp_path, shape, first, second, restart):
+def test_two_stages_in_every_mode(sw, tables, ahead, request, shape, first, second, restart):
     """Every row on time: complete input = the replay of each stage and the SQL around them = one
     stream with a stateful branch per stage (restarted from its checkpoint in some)."""
     from sqlwin.testing import feed_stream
 
+    streamed = ahead.stream(request, lambda p, workdir: feed_stream(
+        sw, two_stages(p["shape"], p["first"], p["second"], False), tables["on_time"], "ev", "batch", "off",
+        workdir=workdir, restart_after=p["restart"]))
     tables["on_time"].createOrReplaceTempView("ev")
     complete = rows(sw.sql(two_stages(shape, first, second, False)))
     assert complete, "the case must have results to compare"
     assert rows(sw.sql(two_stages(shape, first, second, True))) == complete
-    fed = feed_stream(sw, two_stages(shape, first, second, False), tables["on_time"], "ev", "batch", "off",
-                      workdir=str(tmp_path), restart_after=restart)
+    fed = streamed.result()
     assert fed_rows(fed) == complete
     assert fed.status["rows"] == tables["on_time"].count()
 
 
 @pytest.mark.parametrize("first,second", [("tumble", "hop"), ("session", "cumulate")])
-def test_two_stages_late_rows_replay_equals_stream(sw, spark, tables, tmp_path, first, second):
+def test_two_stages_late_rows_replay_equals_stream(sw, spark, tables, ahead, request, first, second):
     """Late rows: the statement's results are each stage's replayed alone, its late rows each stage's
     own late rows under its number, and a stream gives the same rows and late rows (per stage)."""
     from sqlwin.testing import feed_stream
 
+    streamed = ahead.stream(request, lambda p, workdir: feed_stream(
+        sw, two_stages("branches", p["first"], p["second"], False) + " LATE ROWS INTO two_late", tables["late"], "ev",
+        "batch", "off", workdir=workdir, late=True))
     tables["late"].createOrReplaceTempView("ev")
     both = rows(sw.sql(two_stages("branches", first, second, True) + " LATE ROWS INTO two_late"))
     late = Counter((r.stage, r.k, r.ts, r.window_start, r.window_end) for r in spark.table("two_late").collect())
@@ -446,8 +455,7 @@ def test_two_stages_late_rows_replay_equals_stream(sw, spark, tables, tmp_path, 
     assert {s for s, *_ in late} == {1, 2}, "each stage must have late rows, or the case tests nothing"
     assert both == alone
     assert late == alone_late
-    fed = feed_stream(sw, two_stages("branches", first, second, False) + " LATE ROWS INTO two_late",
-                      tables["late"], "ev", "batch", "off", workdir=str(tmp_path), late=True)
+    fed = streamed.result()
     assert fed_rows(fed) == both
     names = [f.name for f in fed.late_schema.fields]
     assert Counter((r[names.index("stage")], r[0], r[1], r[names.index("window_start")],

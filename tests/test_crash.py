@@ -20,10 +20,9 @@ aggregations (per key, then a total per window over its window_time) -- all with
 over input with late rows and NULL keys and times.
 
 CI runs four of the queries (the vectorised runtimes: fixed windows and sessions; the self-join
-and the chain, five kills each over six micro-batches; until 2026-11-26 eight each) -- 13 kills, 17 `sqlwin stream`
-processes, two at a time beside the references (SQLWIN_CRASH_JOBS): about 490 CPU s (400 in the
-processes), 533 s on a two-core machine under a load of 8-17 (the final / session part alone:
-140 CPU s, 189 s under the same load); the general runtime's kills run in the long sweep:
+and the chain, three and four kills over six micro-batches; until 2026-11-26 eight each, until
+2026-11-27 five each) -- 10 kills, every kind at least once, 14 `sqlwin stream` processes, two at a
+time beside the references (SQLWIN_CRASH_JOBS); the general runtime's kills run in the long sweep:
 
     .venv/bin/python -m pytest tests/test_crash.py
 
@@ -45,6 +44,7 @@ import collections
 import dataclasses
 import os
 import re
+import tempfile
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -53,6 +53,7 @@ from pathlib import Path
 import pytest
 
 from tests import crash_harness as h
+from tests.support import background
 
 LONG = bool(os.environ.get("SQLWIN_CRASH_LONG"))
 SEED = int(os.environ.get("SQLWIN_CRASH_SEED") or 1)
@@ -75,15 +76,16 @@ CI_PLAN: dict[str, list[tuple]] = {
     # vectorised session runtime.)
     "session": [("before_first_commit", 0, None), ("end_input_sink", None, None)],
     # The windowed self-join (both sides read the one source; late rows as structs per side) and
-    # the chain of two windowed aggregations (late rows of either stage): five kills each, one a
-    # batch, in the six batches and at the end of input -- between them every kind but the timed
-    # ones (the long sweep runs every kind on each). The batches aimed at by sink_write /
-    # window_closed have results in the reference, those aimed at by late_sink_write late rows
-    # (checked by check_landings).
-    "join": [("before_first_commit", 0, None), ("mid_batch", 1, None), ("sink_write", 2, None),
-             ("late_sink_write", 4, None), ("end_input_sink", None, None)],
+    # the chain of two windowed aggregations (late rows of either stage): a kill a batch, in the
+    # six batches and at the end of input -- with the two chains above, every kind but the timed
+    # ones (the long sweep runs every kind on each: the first start's death and the end of input's
+    # sink, which the session chain dies in, and window_closed, which the final chain dies in, run
+    # on these two there -- each kill is one more `sqlwin stream` process of ~20 CPU s). The
+    # batches aimed at by sink_write have results in the reference, those aimed at by
+    # late_sink_write late rows (checked by check_landings).
+    "join": [("mid_batch", 1, None), ("sink_write", 2, None), ("late_sink_write", 4, None)],
     "chain": [("late_sink_write", 1, None), ("between_batches", 3, None), ("before_commit", 4, None),
-              ("window_closed", 5, None), ("end_input_requested", None, None)],
+              ("end_input_requested", None, None)],
 }
 # RETRACTING and EMIT CHANGES (the general runtime: a changelog batch dying with its result file half
 # written) and COUNT_WINDOW run in the long sweep only:
@@ -170,25 +172,36 @@ def _resolve(query: str, batch, batches) -> int | None:
     return batch[1] if closing is None else min(b for b in closing if b >= batch[1])
 
 
-def sweep(sw, root: Path, batches, plans: dict[str, list[tuple]]) -> tuple[dict, dict[str, Chain], float]:
-    """The chains, JOBS processes at a time, while the references run in this process's Spark."""
+def run_chains(root: Path, batches, plans: dict[str, list[tuple]]) -> tuple[dict[str, Chain], float]:
+    """The chains, JOBS processes at a time (no Spark of this process's: they may run in the
+    background, tests/support/background.py); with the seconds they took."""
     plans = {q: [(point, _resolve(q, batch, batches), delay) for point, batch, delay in plan]
              for q, plan in plans.items()}
     started = time.monotonic()
     with ThreadPoolExecutor(JOBS) as pool:
         futures = {q: pool.submit(run_chain, root / "crashed", q, batches, plan) for q, plan in plans.items()}
+        chains = {q: f.result() for q, f in futures.items()}
+    return chains, time.monotonic() - started
+
+
+def sweep(sw, root: Path, batches, plans: dict[str, list[tuple]],
+          chains: tuple[dict[str, Chain], float] | None = None) -> tuple[dict, dict[str, Chain], float]:
+    """The references through this process's Spark, and the chains: `chains` when they ran before (in
+    the background), else now, beside the references."""
+    with ThreadPoolExecutor(1) as pool:
+        ran = pool.submit(lambda: chains) if chains is not None else pool.submit(run_chains, root, batches, plans)
         ref_started, ref_cpu = time.monotonic(), _own_cpu_s()
         references = h.reference_runs(sw, root / "reference", list(plans), batches)
         ref_s, ref_cpu = time.monotonic() - ref_started, _own_cpu_s() - ref_cpu
-        chains = {q: f.result() for q, f in futures.items()}
-    seconds = time.monotonic() - started
-    print(f"\ncrash sweep: {sum(c.starts for c in chains.values())} processes, "
-          f"{sum(len(c.kills) for c in chains.values())} kills, {seconds:.0f} s "
-          f"({sum(c.cpu_s for c in chains.values()):.0f} CPU s in the processes; references {ref_s:.0f} s, "
+        by_query, seconds = ran.result()
+    print(f"\ncrash sweep: {sum(c.starts for c in by_query.values())} processes, "
+          f"{sum(len(c.kills) for c in by_query.values())} kills, {seconds:.0f} s "
+          f"{'(in the background) ' if chains is not None else ''}"
+          f"({sum(c.cpu_s for c in by_query.values()):.0f} CPU s in the processes; references {ref_s:.0f} s, "
           f"{ref_cpu:.0f} CPU s in this process, its JVM and workers)")
-    for chain in chains.values():
+    for chain in by_query.values():
         print(chain.summary())
-    return references, chains, seconds
+    return references, by_query, seconds
 
 
 def _own_cpu_s() -> float:
@@ -208,9 +221,21 @@ def ci_input():
     return h.make_batches(SEED, CI_BATCHES)
 
 
+def start_in_background(items, submit) -> None:
+    """The CI sweep's chains from the start of the run (tests/support/background.py), when a test
+    that checks them is selected; their references run at the tests' turn, in this process's Spark."""
+    if any("ci_sweep" in item.fixturenames for item in items):
+        root = Path(tempfile.mkdtemp(prefix="sqlwin-crash-"))
+        submit("crash: CI chains", lambda: (root, run_chains(root, h.make_batches(SEED, CI_BATCHES), CI_PLAN)))
+
+
 @pytest.fixture(scope="module")
 def ci_sweep(sw, tmp_path_factory, ci_input):
-    return sweep(sw, tmp_path_factory.mktemp("crash"), ci_input, CI_PLAN)
+    ran = background.take("crash: CI chains")
+    if ran is None:
+        return sweep(sw, tmp_path_factory.mktemp("crash"), ci_input, CI_PLAN)
+    root, chains = ran
+    return sweep(sw, root, ci_input, CI_PLAN, chains)
 
 
 @pytest.fixture(scope="module")

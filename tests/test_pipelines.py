@@ -20,6 +20,7 @@ import pytest
 
 import sqlwin.pipelines as swp
 from sqlwin.errors import SqlwinError, SqlwinUnsupportedError, SqlwinUsageError
+from tests.support import background
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = Path(sys.executable).parent / "spark-pipelines"
@@ -52,70 +53,130 @@ def _table(workdir: Path, name: str, columns: list[str]) -> list[tuple]:
     return sorted(rows, key=repr)
 
 
+SESSIONS = ["user_id", "window_start", "window_end", "clicks", "last_click"]
+REJECTED = ["user_id", "id", "ts", "window_start", "reason"]
+HOURLY = ["user_id", "window_start", "window_end", "clicks"]
+ASSIGNED = ["id", "window_start", "window_end"]
+STREAMED = ["user_id", "window_start", "window_end", "clicks", "last_click", "op", "firing"]
+EXAMPLE_TABLES = {"click_sessions": SESSIONS, "rejected_clicks": REJECTED, "clicks_hourly": HOURLY,
+                  "clicks_with_half_hour": ASSIGNED, "clicks_per_half_hour": STREAMED}
+
+
+def example_runs(workdir: Path) -> list[tuple[subprocess.CompletedProcess, float, dict]]:
+    """`spark-pipelines run` twice over a copy of sql_examples/pipeline in `workdir` (more clicks
+    before the second): each run's process, seconds and the tables it left (none after a failed run,
+    which ends it)."""
+    shutil.copytree(ROOT / "sql_examples" / "pipeline", workdir / "pipeline")
+    shutil.copytree(ROOT / "sql_examples" / "data", workdir / "data")
+    spec = workdir / "pipeline" / "spark-pipeline.yml"
+    spec.write_text(spec.read_text().replace("file:///tmp/sqlwin-pipeline-example/storage",
+                                             (workdir / "storage").as_uri()))
+    with (workdir / "data" / "clicks.csv").open("a") as clicks:
+        clicks.write(",9Z,2023-12-14 00:20:00\n")  # no user: rejected where the user is the key
+    runs = []
+    for later in (None, "user_id,id,ts\nu1,4A,2023-12-14 02:10:00\nu1,4B,2023-12-14 00:40:00\n"
+                        "u2,5A,2023-12-14 01:40:00\n"):
+        if later is not None:
+            (workdir / "data" / "clicks_later.csv").write_text(later)
+        done, seconds = _run(workdir)
+        tables = {name: _table(workdir, name, columns) for name, columns in EXAMPLE_TABLES.items()} \
+            if done.returncode == 0 else {}
+        runs.append((done, seconds, tables))
+        if done.returncode != 0:
+            break
+    return runs
+
+
+def refused_run(workdir: Path) -> tuple[subprocess.CompletedProcess, float]:
+    """`spark-pipelines run` of a pipeline whose query function calls sw.sql."""
+    (workdir / "pipeline" / "transformations").mkdir(parents=True)
+    (workdir / "pipeline" / "spark-pipeline.yml").write_text(
+        f"name: refused\nstorage: {(workdir / 'storage').as_uri()}\n"
+        "libraries:\n  - glob:\n      include: transformations/**\n")
+    (workdir / "pipeline" / "transformations" / "sessions.py").write_text(
+        "from pyspark import pipelines as dp\nimport sqlwin\n\n"
+        "@dp.materialized_view\ndef sessions():\n"
+        "    return sqlwin.attach(spark).sql('SELECT user_id, count(*) AS n FROM SESSION(TABLE clicks PARTITION BY '\n"
+        "        'user_id, DESCRIPTOR(ts), INTERVAL 30 MINUTES) GROUP BY user_id, window_start, window_end')\n")
+    return _run(workdir)
+
+
+RUNS = {"test_the_example_pipeline_writes_sqlwin_windows": ("pipelines: the example", example_runs),
+        "test_sw_sql_in_a_query_function_says_what_to_use_instead": ("pipelines: refused", refused_run)}
+
+
+def start_in_background(items, submit) -> None:
+    """The `spark-pipelines run` processes from the start of the run (tests/support/background.py)."""
+    import importlib.util
+    import tempfile
+
+    if importlib.util.find_spec("yaml") is None:
+        return
+    for name in sorted({item.originalname for item in items} & set(RUNS)):
+        job, function = RUNS[name]
+        workdir = Path(tempfile.mkdtemp(prefix="sqlwin-pipelines-"))
+        submit(job, lambda function=function, workdir=workdir: function(workdir))
+
+
+def _ran(test: str, tmp_path: Path):
+    """The test's runs: taken from the background, or run now."""
+    job, function = RUNS[test]
+    ran = background.take(job)
+    return ran if ran is not None else function(tmp_path)
+
+
 @pytest.mark.deploy
 def test_the_example_pipeline_writes_sqlwin_windows(tmp_path):
     """`spark-pipelines run` twice over a copy of sql_examples/pipeline: exit 0 both times, each table
     as computed by hand; the second run's stream closes the windows the first left open, from the
     state the first kept, and drops a click for a window already closed (late)."""
     pytest.importorskip("yaml", reason="spark-pipelines needs PyYAML: pip install -e '.[pipelines]'")
-    shutil.copytree(ROOT / "sql_examples" / "pipeline", tmp_path / "pipeline")
-    shutil.copytree(ROOT / "sql_examples" / "data", tmp_path / "data")
-    spec = tmp_path / "pipeline" / "spark-pipeline.yml"
-    spec.write_text(spec.read_text().replace("file:///tmp/sqlwin-pipeline-example/storage",
-                                             (tmp_path / "storage").as_uri()))
-    with (tmp_path / "data" / "clicks.csv").open("a") as clicks:
-        clicks.write(",9Z,2023-12-14 00:20:00\n")  # no user: rejected where the user is the key
-
-    done, seconds = _run(tmp_path)
+    runs = _ran("test_the_example_pipeline_writes_sqlwin_windows", tmp_path)
+    done, seconds, tables = runs[0]
     print(f"spark-pipelines run: exit {done.returncode} in {seconds:.0f} s")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
     assert "Run is COMPLETED" in done.stdout + done.stderr
 
     # Sessions 30 minutes apart (swp.materialized_view): 00:45 ends the first (00:15 + 30 min), 00:50
     # starts the next; 01:30 is exactly one gap after 01:00, so it starts a session of its own.
-    assert _table(tmp_path, "click_sessions", ["user_id", "window_start", "window_end", "clicks", "last_click"]) == [
+    assert tables["click_sessions"] == [
         ("u1", _t("00:00"), _t("00:45"), 3, _t("00:15")),
         ("u1", _t("00:50"), _t("01:30"), 2, _t("01:00")),
         ("u1", _t("01:30"), _t("02:00"), 1, _t("01:30")),
     ]
     # LATE ROWS INTO rejected_clicks: a materialized view of its own, the click without a user.
-    assert _table(tmp_path, "rejected_clicks", ["user_id", "id", "ts", "window_start", "reason"]) == [
-        (None, "9Z", _t("00:20"), None, "null_key")]
+    assert tables["rejected_clicks"] == [(None, "9Z", _t("00:20"), None, "null_key")]
     # The registered tumble() in the pipeline's SQL file: hours, grouped by user (NULL is a group
     # there: tumble has no PARTITION BY).
-    assert _table(tmp_path, "clicks_hourly", ["user_id", "window_start", "window_end", "clicks"]) == sorted([
+    assert tables["clicks_hourly"] == sorted([
         (None, _t("00:00"), _t("01:00"), 1),
         ("u1", _t("00:00"), _t("01:00"), 4),
         ("u1", _t("01:00"), _t("02:00"), 2),
     ], key=repr)
     # The registered tumble() over a stream in a SQL file (CREATE STREAMING TABLE): each click with its
     # half hour, the click without a user included (tumble has no key to reject it by).
-    assigned = ["id", "window_start", "window_end"]
     half_hours = [("1A", _t("00:00"), _t("00:30")), ("1B", _t("00:00"), _t("00:30")), ("1C", _t("00:00"), _t("00:30")),
                   ("2A", _t("00:30"), _t("01:00")), ("2B", _t("01:00"), _t("01:30")), ("3A", _t("01:30"), _t("02:00")),
                   ("9Z", _t("00:00"), _t("00:30"))]
-    assert _table(tmp_path, "clicks_with_half_hour", assigned) == sorted(half_hours, key=repr)
+    assert tables["clicks_with_half_hour"] == sorted(half_hours, key=repr)
     # The stream (swp.streaming_table): one micro-batch of all the clicks; u1's watermark after it is
     # 01:30 - 5 min = 01:25, which closes [00:00, 00:30) and [00:30, 01:00) only.
-    stream_columns = ["user_id", "window_start", "window_end", "clicks", "last_click", "op", "firing"]
     first = [("u1", _t("00:00"), _t("00:30"), 3, _t("00:15"), "+I", "on_time"),
              ("u1", _t("00:30"), _t("01:00"), 1, _t("00:50"), "+I", "on_time")]
-    assert _table(tmp_path, "clicks_per_half_hour", stream_columns) == first
+    assert tables["clicks_per_half_hour"] == first
 
-    # More clicks arrive. u1 at 02:10 moves u1's watermark to 02:05: [01:00, 01:30) and [01:30, 02:00)
-    # close with the clicks of the first run (kept in the flow's state). u1 at 00:40 is late: its window
-    # [00:30, 01:00) closed in the first run. u2 at 01:40: u2's own watermark (01:35, a clock per user)
-    # leaves its window open.
-    (tmp_path / "data" / "clicks_later.csv").write_text(
-        "user_id,id,ts\nu1,4A,2023-12-14 02:10:00\nu1,4B,2023-12-14 00:40:00\nu2,5A,2023-12-14 01:40:00\n")
-    done, seconds = _run(tmp_path)
+    # More clicks arrive (example_runs). u1 at 02:10 moves u1's watermark to 02:05: [01:00, 01:30) and
+    # [01:30, 02:00) close with the clicks of the first run (kept in the flow's state). u1 at 00:40 is
+    # late: its window [00:30, 01:00) closed in the first run. u2 at 01:40: u2's own watermark (01:35, a
+    # clock per user) leaves its window open.
+    done, seconds, tables = runs[1]
     print(f"spark-pipelines run (again): exit {done.returncode} in {seconds:.0f} s")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
-    assert _table(tmp_path, "clicks_per_half_hour", stream_columns) == sorted(first + [
+    assert tables["clicks_per_half_hour"] == sorted(first + [
         ("u1", _t("01:00"), _t("01:30"), 1, _t("01:00"), "+I", "on_time"),
         ("u1", _t("01:30"), _t("02:00"), 1, _t("01:30"), "+I", "on_time"),
     ], key=repr)
-    assert _table(tmp_path, "clicks_with_half_hour", assigned) == sorted(half_hours + [
+    assert tables["clicks_with_half_hour"] == sorted(half_hours + [
         ("4A", _t("02:00"), _t("02:30")), ("4B", _t("00:30"), _t("01:00")), ("5A", _t("01:30"), _t("02:00"))], key=repr)
 
 
@@ -124,16 +185,7 @@ def test_sw_sql_in_a_query_function_says_what_to_use_instead(tmp_path):
     """sw.sql in a @dp.materialized_view function stops the pipeline with sqlwin's message (it said
     "Unknown table clicks": the schema lookup is an analysis, which a query function may not do)."""
     pytest.importorskip("yaml", reason="spark-pipelines needs PyYAML: pip install -e '.[pipelines]'")
-    (tmp_path / "pipeline" / "transformations").mkdir(parents=True)
-    (tmp_path / "pipeline" / "spark-pipeline.yml").write_text(
-        f"name: refused\nstorage: {(tmp_path / 'storage').as_uri()}\n"
-        "libraries:\n  - glob:\n      include: transformations/**\n")
-    (tmp_path / "pipeline" / "transformations" / "sessions.py").write_text(
-        "from pyspark import pipelines as dp\nimport sqlwin\n\n"
-        "@dp.materialized_view\ndef sessions():\n"
-        "    return sqlwin.attach(spark).sql('SELECT user_id, count(*) AS n FROM SESSION(TABLE clicks PARTITION BY '\n"
-        "        'user_id, DESCRIPTOR(ts), INTERVAL 30 MINUTES) GROUP BY user_id, window_start, window_end')\n")
-    done, seconds = _run(tmp_path)
+    done, seconds = _ran("test_sw_sql_in_a_query_function_says_what_to_use_instead", tmp_path)
     print(f"spark-pipelines run (refused): exit {done.returncode} in {seconds:.0f} s")
     output = done.stdout + done.stderr
     assert done.returncode != 0
