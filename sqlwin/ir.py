@@ -94,8 +94,9 @@ class WindowKind:
 
     @classmethod
     def from_arguments(cls, args: WindowArguments) -> t.Any:
-        """The windower a call's arguments describe (raises WindowerError where check() would)."""
-        raise NotImplementedError
+        """The windower a call's arguments describe (raises WindowerError where check() would). By
+        default a kind whose fields are its durations, each an argument of the field's name."""
+        return cls(*(args.duration(field) for field in cls.durations))
 
     def describe(self, interval: t.Callable[[int], str]) -> str:
         """The windows in words, for explain and the timeline; `interval` writes a duration."""
@@ -230,10 +231,6 @@ class Session(WindowKind):
     argument_fields = durations
     data_dependent = True
 
-    @classmethod
-    def from_arguments(cls, args: WindowArguments) -> Session:
-        return cls(args.duration("gap"))
-
     def describe(self, interval: t.Callable[[int], str]) -> str:
         return f"SESSION gap {interval(self.gap)}"
 
@@ -252,10 +249,6 @@ class Slide(WindowKind):
     argument_fields = durations
     data_dependent = True
     inclusive_end = True
-
-    @classmethod
-    def from_arguments(cls, args: WindowArguments) -> Slide:
-        return cls(args.duration("size"))
 
     def describe(self, interval: t.Callable[[int], str]) -> str:
         return f"SLIDE size {interval(self.size)} (one window per row time, both ends inclusive)"
