@@ -13,10 +13,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
+import tempfile
+import typing as t
 from pathlib import Path
 
 import pytest
+
+from tests.support import background, deploy
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "scripts"
@@ -59,23 +62,41 @@ def cluster(standalone_cluster):
     return standalone_cluster
 
 
+def _driver_on(cluster, client_dir: Path, reference: t.Callable[[], dict] = dict) -> tuple[dict, dict, dict]:
+    """The checks through a driver in a separate process on `cluster` (its `ready()`), with
+    `reference()` run meanwhile: (cluster info, the driver's results, the reference)."""
+    info = cluster()
+    env = {**os.environ, "SQLWIN_MASTER": info["url"], "SQLWIN_TEST_EXAMPLES": json.dumps(EXAMPLES)}
+    env.pop("SQLWIN_REMOTE", None)
+    process = remote_check.spawn_client(CLIENT, [str(client_dir / "work")], env, client_dir)
+    try:
+        local = reference()
+    finally:
+        out = remote_check.client_result(process, CLIENT_TIMEOUT_S)
+    return info, out, local
+
+
+def start_in_background(items, submit) -> None:
+    """The driver on the cluster from the start of the run (tests/support/background.py), once the
+    cluster tests/support/deploy.py started when collection ended is up."""
+    cluster = deploy.early_cluster()
+    if cluster is not None and any("remote" in item.fixturenames for item in items):
+        client_dir = Path(tempfile.mkdtemp(prefix="sqlwin-driver-"))
+        submit("cluster: the driver", lambda: _driver_on(cluster.ready, client_dir))
+
+
 @pytest.fixture(scope="module")
 def remote(cluster, spark, tmp_path_factory):
-    """The checks through a driver in a separate process; the local reference runs in this process
-    meanwhile (and while the cluster starts)."""
-    client_dir = tmp_path_factory.mktemp("driver")
-    with ThreadPoolExecutor(1) as pool:
-        reference = pool.submit(remote_check.local_reference, spark, tmp_path_factory.mktemp("local"), EXAMPLES)
-        info = cluster()
-        env = {**os.environ, "SQLWIN_MASTER": info["url"], "SQLWIN_TEST_EXAMPLES": json.dumps(EXAMPLES)}
-        env.pop("SQLWIN_REMOTE", None)
-        process = remote_check.spawn_client(CLIENT, [str(client_dir / "work")], env, client_dir)
-        try:
-            reference = reference.result()
-        finally:
-            out = remote_check.client_result(process, CLIENT_TIMEOUT_S)
+    """The checks through a driver in a separate process (run in the background since the run began,
+    or now, with the local reference in this process meanwhile)."""
+    ran = background.take("cluster: the driver")
+    if ran is None:
+        local = lambda: remote_check.local_reference(spark, tmp_path_factory.mktemp("local"), EXAMPLES)  # noqa: E731
+        ran = _driver_on(cluster, tmp_path_factory.mktemp("driver"), local)
+    info, out, local = ran
     print(f"cluster: master and 2 workers up in {info['startup_s']} s (from its start); driver {out['client_seconds']} s "
-          f"(session {out['session_seconds']} s, checks {out['timings']}); local checks {reference['timings']}")
+          f"(session {out['session_seconds']} s, checks {out['timings']})"
+          + (f"; local checks {local['timings']}" if local else ""))
     return out
 
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 import typing as t
 from concurrent.futures import Future, ThreadPoolExecutor
 
+import pytest
+
 _pool: ThreadPoolExecutor | None = None
 _jobs: dict[str, Future] = {}
 
@@ -29,6 +31,7 @@ def take(name: str) -> t.Any:
     return None if job is None else job.result()
 
 
+@pytest.hookimpl(trylast=True)  # after tests/support/deploy.py has started its servers: a job may wait for one
 def pytest_collection_finish(session) -> None:
     by_module: dict = {}
     for item in session.items:
