@@ -226,7 +226,28 @@ def start_in_background(items, submit) -> None:
     that checks them is selected; their references run at the tests' turn, in this process's Spark."""
     if any("ci_sweep" in item.fixturenames for item in items):
         root = Path(tempfile.mkdtemp(prefix="sqlwin-crash-"))
-        submit("crash: CI chains", lambda: (root, run_chains(root, h.make_batches(SEED, CI_BATCHES), CI_PLAN)))
+        submit("crash: CI chains", lambda: (root, _chains_in_a_process(root)))
+
+
+_CHAINS = ("import pickle, sys; from pathlib import Path; from tests import crash_harness as h; "
+           "from tests.test_crash import CI_BATCHES, CI_PLAN, SEED, run_chains; "
+           "sys.stdout.buffer.write(pickle.dumps(run_chains(Path(sys.argv[1]), h.make_batches(SEED, CI_BATCHES), CI_PLAN)))")
+
+
+def _chains_in_a_process(root: Path) -> tuple[dict[str, Chain], float]:
+    """run_chains(root, the CI input, CI_PLAN) in a Python process of its own: its kill loops poll the
+    directories every 3 ms, and in this process, beside the tests running meanwhile, they waited on
+    the interpreter's lock -- a kill meant for a batch written but not committed landed after the
+    commit (2026-11-27)."""
+    import pickle
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _CHAINS, str(root)], cwd=Path(__file__).resolve().parent.parent,
+                          capture_output=True, timeout=1800)
+    if done.returncode != 0:
+        raise RuntimeError(f"the crash chains' process failed:\n{done.stderr.decode(errors='replace')[-6000:]}")
+    return pickle.loads(done.stdout)
 
 
 @pytest.fixture(scope="module")
