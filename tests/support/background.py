@@ -1,9 +1,9 @@
 """Slow tests' work in processes of its own, started when the run starts, checked when pytest gets there.
 
-The crash sweep's `sqlwin stream` chains and the `spark-pipelines run`s are processes that share
-nothing with this process's Spark: run one after the other at their tests' turn they cost ~4 minutes
-of the suite, mostly waiting (JVMs starting, micro-batches), while the in-process tests before them
-leave a core idle part of the time. So a test module may define
+The `spark-pipelines run`s and the driver on the standalone cluster are processes that share nothing
+with this process's Spark: run at their tests' turn they cost ~2 minutes of the suite, mostly waiting
+(JVMs starting, micro-batches), while the in-process tests before them leave a core idle part of the
+time. So a test module may define
 
     def start_in_background(items, submit): ...
 
