@@ -62,15 +62,15 @@ def cluster(standalone_cluster):
     return standalone_cluster
 
 
-def _driver_on(cluster, client_dir: Path, reference: t.Callable[[], dict] = dict) -> tuple[dict, dict, dict]:
+def _driver_on(cluster, client_dir: Path, reference: t.Callable[[], dict] | None = None) -> tuple[dict, dict, dict]:
     """The checks through a driver in a separate process on `cluster` (its `ready()`), with
-    `reference()` run meanwhile: (cluster info, the driver's results, the reference)."""
+    `reference()` run meanwhile if given: (cluster info, the driver's results, the reference or {})."""
     info = cluster()
     env = {**os.environ, "SQLWIN_MASTER": info["url"], "SQLWIN_TEST_EXAMPLES": json.dumps(EXAMPLES)}
     env.pop("SQLWIN_REMOTE", None)
     process = remote_check.spawn_client(CLIENT, [str(client_dir / "work")], env, client_dir)
     try:
-        local = reference()
+        local = reference() if reference is not None else {}
     finally:
         out = remote_check.client_result(process, CLIENT_TIMEOUT_S)
     return info, out, local
