@@ -552,15 +552,37 @@ def test_two_stages_over_two_tables_list_both_stages_rejected_rows_over_a_finish
         (2, None, 1, "null_time"), (None, "y", 2, "null_time")]
 
 
-def test_two_stages_in_a_stream_follow_event_time_refused_before_the_checkpoint(sw, spark, tmp_path):
-    """A processing-time stage beside another: refused before anything is written in the checkpoint."""
+def test_two_stages_on_the_recorded_clock_in_a_stream_refused_before_the_checkpoint(sw, spark, tmp_path):
+    """Two stages side by side that each read the recorded arrival times: Spark's one event-time watermark
+    cannot be each one's clock. Refused at the second stage, before anything is written in the checkpoint."""
+    from sqlwin.testing import feed_stream
+
+    at = lambda m: T0 + dt.timedelta(minutes=m)  # noqa: E731
+    bids = spark.createDataFrame([(at(m), v, off, at(off)) for m, v, off in BIDS],
+                                 "ts TIMESTAMP, v INT, off INT, arrived TIMESTAMP")
+    bids.createOrReplaceTempView("bids")
+    text = spans(" WITH (arrival_order = off, arrival_time = arrived, watermark_strategy = 'ingestion_time')")
+    with pytest.raises(SqlwinUnsupportedError, match="one may follow the recorded arrival times") as err:
+        feed_stream(sw, text, bids, "bids", None, "off", workdir=str(tmp_path))
+    assert err.value.position is not None and err.value.position.line == 3
+    assert not (tmp_path / "checkpoint" / "sqlwin.json").exists()
+
+
+def test_a_wall_clock_stage_beside_an_event_time_one_in_a_stream(sw, spark, tmp_path):
+    """A stage in windows of the wall clock beside an event-time one: each stage's operator keeps its own
+    timers. The event-time stage gives its replay's answer (test_a_union_all_of_two_stages_by_hand); the
+    wall-clock one counts every row once, whichever windows the wall clock puts them in."""
     from sqlwin.testing import feed_stream
 
     at = lambda m: T0 + dt.timedelta(minutes=m)  # noqa: E731
     bids = spark.createDataFrame([(at(m), v, off) for m, v, off in BIDS], "ts TIMESTAMP, v INT, off INT")
     bids.createOrReplaceTempView("bids")
-    text = spans("").replace("DESCRIPTOR(ts), INTERVAL 10 MINUTES", "DESCRIPTOR(PROCTIME()), INTERVAL 10 MINUTES")
-    with pytest.raises(SqlwinUnsupportedError, match="follows event time only") as err:
-        feed_stream(sw, text, bids, "bids", None, "off", workdir=str(tmp_path))
-    assert err.value.position is not None and err.value.position.line == 3
-    assert not (tmp_path / "checkpoint" / "sqlwin.json").exists()
+    text = spans("").replace("TUMBLE(TABLE bids WATERMARK ts DELAY OF INTERVAL 1 MINUTE, DESCRIPTOR(ts), "
+                             "INTERVAL 10 MINUTES)", "TUMBLE(TABLE bids, DESCRIPTOR(PROCTIME()), INTERVAL 1 HOUR)")
+    assert "PROCTIME" in text
+    fed = feed_stream(sw, text, bids, "bids", None, "off", workdir=str(tmp_path))
+    span, start, end, n = (fed.schema.fieldNames().index(c) for c in ("span", "window_start", "window_end", "n"))
+    short = sorted((r[start], r[end], r[n]) for r in fed.rows if r[span] == "short")
+    # by hand: the 5-minute windows of BIDS, the row at 00:02 late (after 00:12, watermark 00:11)
+    assert short == [(at(a), at(b), c) for a, b, c in ((0, 5, 2), (5, 10, 2), (10, 15, 1), (15, 20, 1), (25, 30, 1))]
+    assert sum(r[n] for r in fed.rows if r[span] == "long") == len(BIDS)

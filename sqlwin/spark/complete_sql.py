@@ -62,6 +62,12 @@ class TimeSql:
 
     def __init__(self, time: TimeColumn):
         self.time = time
+        if time.kind == "processing_time":
+            # A finished table has no processing time (require_final_only refuses it before a run), but
+            # the schema of a CTE whose windows follow it (a chain's first stage, api._SchemaResolver)
+            # comes from this lowering all the same: no row has a time, the window columns are TIMESTAMP.
+            self.column, self.epoch_ms, self._value, self.present = "CAST(NULL AS TIMESTAMP)", False, "NULL", "false"
+            return
         self.column = quote_identifier(time.name)
         self.epoch_ms = time.kind == "epoch_ms"
         self._value = epoch_ms_sql(time) if self.epoch_ms else time_micros_sql(time)

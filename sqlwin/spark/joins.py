@@ -27,7 +27,7 @@ from sqlwin.errors import SqlwinUnsupportedError, SqlwinValidationError
 from sqlwin.runtime.model import AggregateSpec, JoinSpec
 from sqlwin.spark import layout
 from sqlwin.spark.input_rows import source_sql
-from sqlwin.spark.operator import OperatorConfig
+from sqlwin.spark.operator import OperatorConfig, follows_processing_time
 from sqlwin.spark.stateful_query import StatefulQuery, can_spread_clock
 from sqlwin.spark.time_sql import epoch_ms_sql, micros_timestamp_sql, timestamp_micros_sql
 from sqlwin.sql.plan import QueryPlan, TimeColumn, node_position
@@ -321,8 +321,7 @@ def prepare_join(plan: QueryPlan, mode: str, bucket_count: int, bucket_ids: tupl
     spec = AggregateSpec("window_join", arg=0, join=JoinSpec(
         columns=tuple(spec_columns), insert=join.insert, steps=tuple(join.steps), complete=join.emit_mode == "complete",
         grouped=any(join.conditions)))
-    timers = watermark.strategy in ("bytewax", "ingestion_time") or (
-        watermark.idle_timeout is not None and watermark.idle_clock == "processing_time")
+    timers = follows_processing_time(watermark)  # (a join's EMIT has no intervals)
     if timers and mode == "replay" and "arrival_time" not in options:
         raise SqlwinValidationError(
             "This join's watermark follows processing time, which a replay reads from the recorded arrival times",

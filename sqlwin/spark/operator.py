@@ -29,8 +29,26 @@ from sqlwin.spark import layout
 from sqlwin.spark.packing import CLOCK_PACK, PACKED_SCHEMA, clock_packer, pack_rows, stream_bounds_of, unpack_rows
 
 __all__ = ["CARRIED", "CARRY", "CLOCK_PACK", "EMIT", "END_BATCH", "END_OF_INPUT", "LATE", "PACKED_SCHEMA", "REJECTED",
-           "STATS", "TIMESTAMP", "OperatorConfig", "choose_runtime", "clock_packer", "column_values", "pack_rows",
-           "record_columns", "stream_bounds_of", "unpack_rows", "value_kind"]
+           "STATS", "TIMESTAMP", "OperatorConfig", "choose_runtime", "clock_packer", "column_values",
+           "follows_processing_time", "pack_rows", "record_columns", "stage_clock", "stream_bounds_of", "unpack_rows",
+           "value_kind"]
+
+
+def follows_processing_time(watermark, emit=None, processing_time: bool = False) -> bool:
+    """Whether a stage's windows move with processing time (`OperatorConfig.timers`): processing-time
+    windows, a watermark behind ingestion time or Bytewax's aging clock, EMIT EARLY / LATE EVERY an
+    interval, an idle timeout on the processing clock. A stream then needs timers; a replay reads the
+    time from the recorded arrival times."""
+    return bool(processing_time or watermark.strategy in ("bytewax", "ingestion_time")
+                or (emit is not None and (emit.early_interval or emit.late_interval))
+                or (watermark.idle_timeout is not None and watermark.idle_clock == "processing_time"))
+
+
+def stage_clock(options: t.Mapping[str, t.Any], timers: bool) -> str:
+    """The clock that drives a stage's timers in a stream: 'arrival' (processing time read from the
+    rows' recorded `arrival_time`), 'processing' (the wall clock) or 'none' (event time only: nothing
+    moves without rows)."""
+    return "arrival" if options.get("arrival_time") else "processing" if timers else "none"
 
 
 @dataclass(frozen=True)

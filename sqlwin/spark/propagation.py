@@ -11,6 +11,8 @@ import typing as t
 
 from sqlglot import exp
 
+from sqlwin.errors import SqlwinUnsupportedError
+from sqlwin.spark.operator import follows_processing_time, stage_clock
 from sqlwin.sql.ast_nodes import TableArg, WindowOption, WindowOptions, WindowTVF
 from sqlwin.sql.dialect import SqlwinDialect
 
@@ -48,3 +50,33 @@ def outer_query(plan: "QueryPlan", source: str, options: dict[str, str]) -> str:
         kept = [c for c in with_.expressions if c.alias_or_name.lower() != inner and c.find(WindowTVF) is None]
         ast.set("with_", exp.With(expressions=kept) if kept else None)
     return ast.sql(dialect=SqlwinDialect)
+
+
+def chain_clock(first: str, later: t.Sequence["QueryPlan"], query: str) -> str:
+    """The clock a stream's chain runs on, from its first stage's (`first`, operator.stage_clock) and its
+    later stages' plans (each a propagation whose outer window function reads the stage before), checked
+    before anything is written into the checkpoint: 'processing' when a stage follows the wall clock,
+    'arrival' when the first stage reads the recorded arrival times, else 'none'.
+
+    Each stage's operator keeps its own timers. A later stage reads the stage before's results, which
+    carry no arrival time: its processing time is the wall clock at which they reach it, so it cannot
+    follow a first stage's recorded clock, nor read one of its own."""
+    clocks = [first]
+    for plan in later:
+        outer = plan.propagation.outer
+        clock = stage_clock(outer.options, follows_processing_time(outer.watermark, plan.emit, outer.processing_time))
+        if clock == "arrival":
+            raise SqlwinUnsupportedError(
+                "A later stage of a chain reads the stage before's results, which carry no recorded arrival "
+                "time (arrival_time)", outer.position,
+                "arrival_time on the first stage's table: its clock then drives the first stage's timers",
+                query=query)
+        if clock == "processing" and first == "arrival":
+            raise SqlwinUnsupportedError(
+                "This chain's first stage follows the recorded arrival times (arrival_time) and a later stage "
+                "the wall clock (processing-time windows, EMIT intervals, a watermark behind ingestion time): "
+                "a stream runs one processing clock, and the stage before's results carry no arrival time",
+                outer.position, "the wall clock in every stage (no arrival_time), or event time in the later "
+                "stages", query=query)
+        clocks.append(clock)
+    return "processing" if "processing" in clocks else "arrival" if "arrival" in clocks else "none"

@@ -36,7 +36,7 @@ from sqlwin.spark.aggregates import (aggregate_identity, aggregate_nodes, aggreg
                                      loose_names, runtime_computes)
 from sqlwin.spark.input_rows import single_order_column, source_sql, time_micros
 from sqlwin.spark.joins import prepare_join
-from sqlwin.spark.operator import CARRY, OperatorConfig
+from sqlwin.spark.operator import CARRY, OperatorConfig, follows_processing_time
 from sqlwin.spark.stateful_query import (RESULT_ORDER, STAGE_COLUMNS, STAGE_VIEW, SYSTEM_COLUMNS, UPSTREAM_ROW,
                                          StatefulQuery, can_spread_clock, chain_late)
 from sqlwin.sql.plan import QueryPlan, WindowAggregation, WindowRelation, node_position
@@ -60,7 +60,7 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
         return prepare_join(plan, mode, bucket_count, bucket_ids, spread)
     agg = _require_aggregation(plan, mode)
     rel = agg.relation
-    if rel.time is not None and rel.time.kind == "processing_time" and mode == "replay" \
+    if rel.processing_time and mode == "replay" \
             and not rel.options.get("arrival_time"):
         raise SqlwinValidationError(
             "Processing time in a replay needs the recorded arrival times", rel.position,
@@ -88,7 +88,7 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
     else:
         watermark = dataclasses.replace(watermark, scope="key")
         clock_positions = None  # the runtime's own keys are the clocks
-    processing_time = rel.time is not None and rel.time.kind == "processing_time"
+    processing_time = rel.processing_time
     if (watermark.idle_timeout is not None and watermark.idle_clock == "event_time" and watermark.scope == "stream"
             and not processing_time):
         raise SqlwinValidationError(
@@ -96,9 +96,7 @@ def prepare_stateful(plan: QueryPlan, mode: str, bucket_count: int,
             "key (the whole stream is never silent by its own event time)", rel.position,
             "PARTITION BY the GROUP BY keys, or idle_clock = 'processing_time'", query=plan.sql)
     emit = plan.emit
-    timers = bool(processing_time or watermark.strategy in ("bytewax", "ingestion_time") or emit.early_interval
-                  or emit.late_interval or (watermark.idle_timeout is not None
-                                            and watermark.idle_clock == "processing_time"))
+    timers = follows_processing_time(watermark, emit, processing_time)
     if timers and mode == "replay" and not rel.options.get("arrival_time"):
         # EARLY / LATE EVERY an interval, an idle timeout on the processing clock, the Bytewax clock:
         # each follows processing time, which a replay only knows from the recorded arrival times.

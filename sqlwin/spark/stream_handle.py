@@ -132,13 +132,18 @@ class StreamingWindowQuery:
 
     def _process_available(self, timeout_s: float) -> None:
         """With wall-clock timers Spark keeps running timer batches, so `processAllAvailable`
-        never returns: wait instead until the source has no data left and no trigger runs."""
+        never returns: wait instead until the source has no data left and no trigger runs -- or, when
+        timer batches follow each other with no pause (a chain of stages each with its timers), until a
+        micro-batch that began after this call read no rows: Spark runs a batch without rows only when
+        its sources have none left, and that batch listed everything written before the call."""
         if self.clock != "processing":
             self.query.processAllAvailable()
             self.refresh()
             return
+        import datetime as dt
         import time
 
+        began = dt.datetime.now(dt.timezone.utc)
         deadline = time.monotonic() + timeout_s
         quiet = 0
         while time.monotonic() < deadline:
@@ -147,7 +152,7 @@ class StreamingWindowQuery:
                 self.query.awaitTermination()  # raises the query's failure
                 return
             quiet = quiet + 1 if not status["isDataAvailable"] and not status["isTriggerActive"] else 0
-            if quiet >= 3:
+            if quiet >= 3 or _drained_since(self.query.lastProgress, began):
                 self.refresh()
                 return
             time.sleep(0.2)
@@ -259,3 +264,14 @@ def _watermark_range(stats, stateful: StatefulQuery) -> str | None:
             return "before 0001-01-01" if micros < 0 else "after 9999-12-31"
 
     return f"{show(min(lows))} .. {show(max(highs))}"
+
+
+def _drained_since(progress: dict | None, began) -> bool:
+    """Whether `progress` (StreamingQuery.lastProgress) is of a micro-batch that began after `began`
+    (an aware datetime) and read no rows."""
+    import datetime as dt
+
+    if not progress or progress.get("numInputRows", 1) != 0:
+        return False
+    started = dt.datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00"))
+    return started > began

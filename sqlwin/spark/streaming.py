@@ -49,7 +49,8 @@ from sqlwin.spark.checkpoint import (CONTROL, bucket_layout, check_chain_restart
                                      stored_metadata)
 from sqlwin.spark.connect import is_connect
 from sqlwin.spark.driver_state import DriverOperator
-from sqlwin.spark.operator import OperatorConfig, choose_runtime, clock_packer, pack_rows
+from sqlwin.spark.operator import (OperatorConfig, choose_runtime, clock_packer, follows_processing_time,
+                                  pack_rows, stage_clock)
 from sqlwin.spark.lazy_processor import LazyProcessor
 from sqlwin.spark.processor import WindowProcessor
 from sqlwin.spark.pre_aggregation import PreAggregation, pre_aggregator
@@ -61,7 +62,7 @@ from sqlwin.spark.stream_sink import sink_writer
 from sqlwin.spark.stream_sources import SOURCE_VIEW, read_directory, with_malformed
 from sqlwin.sql.explain import interval_text
 from sqlwin.sql.joins import describe_join
-from sqlwin.spark.propagation import chain_stages, outer_query
+from sqlwin.spark.propagation import chain_clock, chain_stages, outer_query
 from sqlwin.sql.text import quote_identifier
 
 if t.TYPE_CHECKING:
@@ -153,12 +154,17 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     probe = prepare_stateful(first, "streaming", 1)
     probe_schema = runner.sql(probe.input_sql(arrival=False), query_text).schema
     check_input_types(probe, probe_schema)
+    # a chain's clocks: its stages' timers, each in its own operator (refused here if they cannot agree)
+    joint_clock = chain_clock(stage_clock(probe.relation.options, probe.config.timers), later, query_text)
+    clocks = [joint_clock]
     for index, one in enumerate(beside, start=1):  # so is a stage side by side
         beside_probe = prepare_stateful(one, "streaming", 1)
         check_input_types(beside_probe, runner.sql(beside_probe.input_sql(arrival=False), query_text).schema)
-        for stage, part in ((probe, around.parts[0]), (beside_probe, around.parts[index])):
-            if stage.config.timers or stage.relation.options.get("arrival_time"):
-                raise _event_time_only(part.position, query_text)
+        clocks.append(stage_clock(beside_probe.relation.options, beside_probe.config.timers))
+        if clocks.count("arrival") > 1:
+            raise _one_recorded_clock(around.parts[index].position, query_text)
+    if beside:  # each stage's operator keeps its own timers; the wall clock's wait for the stream's end wins
+        joint_clock = "processing" if "processing" in clocks else "arrival" if "arrival" in clocks else "none"
     bucket_ids = bucket_layout(spark, checkpoint, query_text, buckets)
     buckets = len(bucket_ids)
     # One clock for the stream: spread over the buckets by the GROUP BY keys (a chain: each stage
@@ -196,10 +202,6 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     inners: list[Stage] = []
     stage_plan = first
     for number, later_plan in enumerate(later, start=2):
-        if clock != "none":
-            raise SqlwinUnsupportedError(
-                "A stream of chained windowed aggregations follows event time only", stage_plan.windows[0].position,
-                "event-time windows and EMIT without intervals in every stage", query=query_text)
         if number == 2:  # rows of the sources that did not convert are the first stage's rejected rows
             output = with_malformed(output, malformed, stateful, schema)
             malformed = {}
@@ -211,16 +213,13 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
             .createOrReplaceTempView(view)
         stage_plan = plan_of(outer_query(later_plan, view, {}))
         stateful = prepare_stateful(stage_plan, "streaming", buckets, bucket_ids, carry=True, spread=spread)
-        output, schema, clock = _window_operator(runner, stateful, query_text, control, **state_layout)
+        output, schema, _ = _window_operator(runner, stateful, query_text, control, **state_layout)
         control_buckets = tuple(sorted(set(control_buckets) | set(stateful.bucket_ids or range(stateful.bucket_count))))
-    if later and clock != "none":
-        raise SqlwinUnsupportedError(
-            "A stream of chained windowed aggregations follows event time only", stage_plan.windows[0].position,
-            "event-time windows and EMIT without intervals in every stage", query=query_text)
+    clock = joint_clock
     output = with_malformed(output, malformed, stateful, schema)
     branches: list[Branch] = []
     if beside:  # each stage a branch over the same sources, its records tagged with its number, one union
-        output, branches = _branches(runner, query_text, stateful, output, schema, beside, control, clock,
+        output, branches = _branches(runner, query_text, stateful, output, schema, beside, control,
                                      dict(buckets=buckets, bucket_ids=bucket_ids, spread=spread, partial=partial),
                                      state_layout)
         for branch in branches:
@@ -242,7 +241,7 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
 
 
 def _branches(runner: "SparkRunner", query_text: str, stateful: StatefulQuery, output: "DataFrame", schema,
-              beside: list["QueryPlan"], control: "DataFrame", clock: str, settings: dict, state_layout: dict):
+              beside: list["QueryPlan"], control: "DataFrame", settings: dict, state_layout: dict):
     """Stages side by side in one stream: the first stage's records (`output`, `schema`) and a stateful
     branch per later stage over the same sources, each with the checkpoint's bucket ids and layout;
     every branch's record columns renamed apart (`Branch.columns`), tagged with its stage's number
@@ -252,9 +251,7 @@ def _branches(runner: "SparkRunner", query_text: str, stateful: StatefulQuery, o
     for number, plan in enumerate(beside, start=2):
         query = prepare_stateful(plan, "streaming", settings["buckets"], settings["bucket_ids"],
                                  spread=settings["spread"], partial=settings["partial"])
-        records, branch_schema, branch_clock = _window_operator(runner, query, query_text, control, **state_layout)
-        if clock != "none" or branch_clock != "none":  # (refused before the checkpoint is written)
-            raise _event_time_only(None, query_text)
+        records, branch_schema, _ = _window_operator(runner, query, query_text, control, **state_layout)
         columns = {name: branch_column(number, name) for name in branch_schema.names}
         records = records.select(*(F.col(name).alias(renamed) for name, renamed in columns.items()))
         tagged = tagged.unionByName(records.withColumn(STAGE_COLUMN, F.lit(number)), allowMissingColumns=True)
@@ -262,12 +259,14 @@ def _branches(runner: "SparkRunner", query_text: str, stateful: StatefulQuery, o
     return tagged, branches
 
 
-def _event_time_only(where: "Position | None", query_text: str) -> SqlwinUnsupportedError:
-    """Stages side by side in a stream with a timer (processing time, EMIT intervals): `where` the stage."""
+def _one_recorded_clock(where: "Position | None", query_text: str) -> SqlwinUnsupportedError:
+    """Stages side by side in a stream, `where` the second that follows the recorded arrival times."""
     return SqlwinUnsupportedError(
-        "A stream of several windowed stages side by side follows event time only: each stage's windows close "
-        "as its watermark moves with the rows, and the branches share no timers", where,
-        "event-time windows and EMIT without intervals in every stage", query=query_text)
+        "Of stages side by side in a stream, one may follow the recorded arrival times (arrival_time): Spark keeps "
+        "one event-time watermark for a stream, which is how an operator reads that clock, so a second stage's "
+        "clock would move with the first one's rows", where,
+        "the statement replayed (WITH (arrival_order = ...)), the stages in streams of their own, or the wall clock "
+        "(no arrival_time): each stage's operator then keeps timers of its own", query=query_text)
 
 
 def stream_name(query_text: str, sink: str) -> str:
@@ -304,8 +303,7 @@ def window_operator(stateful: StatefulQuery, rows: "DataFrame", row_schema, cont
     packed_schema = StructType([StructField("__bucket", IntegerType()), StructField("__pack", LongType()),
                                 StructField("__newest", LongType()), StructField("__blob", BinaryType())])
     config = stateful.config
-    clock = "arrival" if stateful.relation.options.get("arrival_time") else (
-        "processing" if config.timers else "none")
+    clock = stage_clock(stateful.relation.options, config.timers)
     pre = pre_aggregation(stateful, row_schema, clock, by_aggregates)
     packer = pack_rows
     if stateful.spread:  # every bucket is told the stream's batch extremes
@@ -418,15 +416,14 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
     input_sql = stateful.input_sql(arrival=False)
     rows = runner.sql(input_sql, plan.sql)
     config = stateful.config
-    clock_kind = "arrival" if stateful.relation.options.get("arrival_time") else (
-        "processing" if config.timers else "none")
+    clock_kind = stage_clock(stateful.relation.options, config.timers)
     pre = pre_aggregation(stateful, rows.schema, clock_kind, True)
     choice = choose_runtime(config, rows.schema)
     engine = f"{choice.description}, {choice.storage}"
-    if stateful.relation.options.get("arrival_time"):
+    if clock_kind == "arrival":
         clock = ("processing time read from the rows' arrival_time: Spark's event-time watermark over it "
                  "drives the timers (EventTime mode)")
-    elif config.timers:
+    elif clock_kind == "processing":
         clock = "processing time from the wall clock: timers in ProcessingTime mode"
     else:
         clock = "no timers: windows close as event time (the watermark) moves with the rows"
@@ -485,7 +482,11 @@ def _later_stage(plan: "QueryPlan", number: int) -> str:
     inherit = (f"its watermark follows stage {before}'s firings (watermark_strategy 'upstream')"
                if plan.propagation.inherit else "its own watermark over window_time")
     earlier = "stage 1's" if number == 2 else f"stages 1-{before}'s"
-    return (f"stage {number}: {plan.propagation.outer.function} over stage {before}'s results (window propagation), "
+    outer = plan.propagation.outer
+    if follows_processing_time(outer.watermark, plan.emit, outer.processing_time):
+        inherit += (f"; it follows the wall clock at which stage {before}'s results reach it, on timers of its own "
+                    "(ProcessingTime mode)")
+    return (f"stage {number}: {outer.function} over stage {before}'s results (window propagation), "
             "another transformWithStateInPandas in the same stream, its rows spread over the buckets by its own "
             f"GROUP BY keys where it has some, every bucket told the batch extremes of stage {before}'s results; "
             f"{inherit}; its results go to the sink, and {earlier} late, rejected and progress records pass "

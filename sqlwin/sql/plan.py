@@ -318,7 +318,7 @@ def require_final_only(plan: QueryPlan, mode: str) -> None:
             query=plan.sql,
         )
     for relation in plan.windows:
-        if relation.time is not None and relation.time.kind == "processing_time":
+        if relation.processing_time:
             raise SqlwinUnsupportedError(
                 "Processing time needs arrival times, which a finished table does not have",
                 relation.position,

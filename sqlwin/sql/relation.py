@@ -52,3 +52,8 @@ class WindowRelation:
     options: dict[str, t.Any]
     position: Position
     alias: str | None = None
+
+    @property
+    def processing_time(self) -> bool:
+        """Windows of processing time (DESCRIPTOR(PROCTIME())): a row's time is when it arrives."""
+        return self.time is not None and self.time.kind == "processing_time"

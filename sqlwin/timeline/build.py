@@ -239,7 +239,7 @@ class _Builder:
 
     @property
     def _processing_time(self) -> bool:
-        return self.rel.time is not None and self.rel.time.kind == "processing_time"
+        return self.rel.processing_time
 
     # -- assembling ------------------------------------------------------------------------
 
@@ -359,7 +359,7 @@ class _Builder:
 
     def _time_kind(self) -> str:
         rel = self.rel
-        if rel.time is not None and rel.time.kind == "processing_time":
+        if rel.processing_time:
             arrival = rel.options.get("arrival_time")
             return "timestamp" if rel.columns.get(arrival, "").startswith("timestamp") else "epoch_ms"
         return "epoch_ms" if rel.time is not None and rel.time.kind == "epoch_ms" else "timestamp"
