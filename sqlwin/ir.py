@@ -75,7 +75,13 @@ class WindowKind:
     closes: t.ClassVar[bool] = True
     trailing_gap: t.ClassVar[bool] = False  # its end lies a gap past its last row (drawn shaded)
     durations: t.ClassVar[tuple[str, ...]] = ()  # the fields that are durations (microseconds)
-    argument_fields: t.ClassVar[tuple[str, ...]] = ()  # the fields the SQL arguments set, in their order
+    # the fields the SQL arguments set, in their order (by default its durations)
+    argument_fields: t.ClassVar[tuple[str, ...]]
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "argument_fields" not in cls.__dict__:
+            cls.argument_fields = cls.durations
 
     @property
     def pane(self) -> tuple[int, int] | None:
@@ -123,7 +129,6 @@ class Tumble(WindowKind):
     sql_usage = "TUMBLE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), size [, offset])"
     positive = ("size",)
     durations = ("size", "offset")
-    argument_fields = ("size", "offset")
     data_dependent = False
     aligned = True
 
@@ -191,7 +196,6 @@ class Cumulate(WindowKind):
     sql_usage = "CUMULATE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), step, max_size [, offset])"
     positive = ("step", "max_size")
     durations = ("step", "max_size", "offset")
-    argument_fields = durations
     data_dependent = False
     aligned = True
 
@@ -228,7 +232,6 @@ class Session(WindowKind):
     positive = ("gap",)
     trailing_gap = True
     durations = ("gap",)
-    argument_fields = durations
     data_dependent = True
 
     def describe(self, interval: t.Callable[[int], str]) -> str:
@@ -246,7 +249,6 @@ class Slide(WindowKind):
     sql_usage = "SLIDE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), size)"
     positive = ("size",)
     durations = ("size",)
-    argument_fields = durations
     data_dependent = True
     inclusive_end = True
 

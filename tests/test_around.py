@@ -485,9 +485,9 @@ def test_two_stages_combined_per_window_need_one_clock(sw, tables, case, message
         sw.sql(where)
 
 
-def chain_beside(arrival: bool) -> tuple[str, str, str]:
-    """A chain of two (10 minutes per key, then 20 minutes over every key) beside a HOP aggregation;
-    the chain alone; the HOP alone."""
+def chain_beside(arrival: bool, chain_first: bool = True) -> tuple[str, str, str]:
+    """A chain of two (10 minutes per key, then 20 minutes over every key) beside a HOP aggregation
+    (a UNION ALL, the chain's branch first or second); the chain alone; the HOP alone."""
     table = f"ev WATERMARK ts DELAY OF INTERVAL 2 MINUTES{' WITH (arrival_order = off, arrival_batch = batch)' * arrival}"
     chain = (f"WITH per_k AS (SELECT k, window_start, window_end, window_time, count(*) AS n FROM TUMBLE(TABLE {table}, "
              "DESCRIPTOR(ts), INTERVAL 10 MINUTES) GROUP BY k, window_start, window_end, window_time), "
@@ -497,32 +497,53 @@ def chain_beside(arrival: bool) -> tuple[str, str, str]:
            "INTERVAL 5 MINUTES, INTERVAL 10 MINUTES) GROUP BY window_start, window_end")
     both = chain + "SELECT 'chain' AS which, window_start, window_end, n FROM total UNION ALL " + \
         hop.replace("SELECT window_start", "SELECT 'hop', window_start")
+    if not chain_first:  # the HOP's CTE written first: stage 1 (stages are numbered as the text writes them)
+        both = chain.replace("WITH per_k AS", f"WITH h AS ({hop}), per_k AS") + \
+            "SELECT 'hop' AS which, window_start, window_end, n FROM h UNION ALL " \
+            "SELECT 'chain', window_start, window_end, n FROM total"
     return both, chain + "SELECT * FROM total", hop
 
 
-def test_a_chain_beside_a_stage_numbers_its_stages_first(sw, spark, tables):
-    """The chain, written first, is stages 1 and 2, the HOP aggregation 3: each one's late rows are
-    those it gives alone. A stream refuses the chain beside another stage, at the chain."""
+@pytest.mark.parametrize("chain_first", [True, False], ids=["chain, hop", "hop, chain"])
+def test_a_chain_beside_a_stage_numbers_its_stages_first(sw, spark, tables, tmp_path, chain_first):
+    """A chain of two beside a HOP aggregation: the first written takes the first numbers (chain first:
+    stages 1 and 2, the HOP 3; HOP first: 1, the chain 2 and 3), and each one's late rows are those it
+    gives alone. A stream (restarted after three micro-batches) runs the chain and the HOP as branches of
+    one query and gives the replay's results, late rows and per-stage figures."""
+    from sqlwin.testing import feed_stream
+
     tables["late"].createOrReplaceTempView("ev")
-    both, chain, hop = chain_beside(True)
+    both, chain, hop = chain_beside(True, chain_first)
+    chain_at, hop_at = (1, 3) if chain_first else (2, 1)
     key = lambda r: (r.stage, r.window_start, r.window_end, r.reason)  # noqa: E731
-    assert rows(sw.sql(chain_beside(False)[0])) == Counter(
+    assert rows(sw.sql(chain_beside(False, chain_first)[0])) == Counter(
         ("chain", *r) for r in rows(sw.sql(chain_beside(False)[1]))) + Counter(
         ("hop", *r) for r in rows(sw.sql(chain_beside(False)[2])))
     result = rows(sw.sql(both + " LATE ROWS INTO beside_late"))
     late = Counter(key(r) for r in spark.table("beside_late").collect())
     chain_result = rows(sw.sql(chain + " LATE ROWS INTO beside_late").drop(*SYSTEM))
-    chain_late = Counter(key(r) for r in spark.table("beside_late").collect())
+    chain_late = Counter((r.stage + chain_at - 1, *key(r)[1:]) for r in spark.table("beside_late").collect())
     hop_result = rows(sw.sql(hop + " LATE ROWS INTO beside_late").drop(*SYSTEM))
-    hop_late = Counter((3, r.window_start, r.window_end, r.reason) for r in spark.table("beside_late").collect())
+    hop_late = Counter((hop_at, r.window_start, r.window_end, r.reason) for r in spark.table("beside_late").collect())
     # (the chain's stage 2 has none: its watermark follows stage 1's firings)
-    assert {s for s, *_ in late} == {1, 3}, "the chain and the HOP must have late rows, or the case tests nothing"
+    assert {s for s, *_ in late} == {chain_at, hop_at}, "the chain and the HOP must have late rows"
     assert late == chain_late + hop_late
     assert result == Counter(("chain", *r) for r in chain_result) + Counter(("hop", *r) for r in hop_result)
-    with pytest.raises(SqlwinUnsupportedError, match="A chain of windowed aggregations") as err:
-        sw.explain(chain_beside(False)[0], stream=True)
-    where = chain_beside(False)[0].index("window_start, window_end, sum(n)") + 1  # the chain's last stage
-    assert err.value.position is not None and (err.value.position.line, err.value.position.column) == (1, where)
+    text = chain_beside(False, chain_first)[0] + " LATE ROWS INTO beside_late"
+    explained = str(sw.explain(text, stream=True))
+    assert "stages: 2 stateful branches" in explained and "stage 2: TUMBLE over stage 1's results" in explained
+    fed = feed_stream(sw, text, tables["late"], "ev", "batch", "off", workdir=str(tmp_path), late=True,
+                      restart_after=3)
+    assert fed_rows(fed) == result
+    names = fed.late_schema.fieldNames()
+    assert Counter((r[names.index("stage")], r[names.index("window_start")], r[names.index("window_end")],
+                    r[names.index("reason")]) for r in fed.late_rows) == late
+    assert fed.status["stages"] == {stage: {"late": sum(n for (s, *_, reason), n in late.items()
+                                                        if s == stage and reason == "late"),
+                                            "rejected": sum(n for (s, *_, reason), n in late.items()
+                                                            if s == stage and reason != "late")}
+                                    for stage in (1, 2, 3)}
+    assert fed.status["rows"] == tables["late"].count()
 
 
 def test_two_stages_reject_a_null_time_once_per_stage_in_every_mode(sw, spark):

@@ -52,20 +52,6 @@ def stage_plans(plan: QueryPlan, mode: str, streams: t.Iterable[str] = ()) -> li
     return stages
 
 
-def refuse_chains_beside(around: Around, query: str) -> None:
-    """A stream of several stages side by side runs each as a stateful branch of its own; a chain
-    among them would be branches carried through each other's operators, which one sink cannot yet
-    tell apart from the stages beside it."""
-    for part in around.parts:
-        if part.plan.propagation is not None:
-            raise SqlwinUnsupportedError(
-                f"A chain of windowed aggregations ({part.name}) beside other windowed stages in one stream: a chain "
-                "carries its earlier stages' records through its later operators, and a stream of several stages "
-                "tells its stages' records apart by one branch each", part.position,
-                "the chain alone in its stream (the other stages in another stream), or the statement replayed "
-                "(WITH (arrival_order = ...)) or over a finished table", query=query)
-
-
 def _check_stage(plan: QueryPlan, around: Around, stage: QueryPlan, mode: str) -> None:
     """One stage's results read per micro-batch: final firings, each window whole in one micro-batch."""
     emit = stage.emit

@@ -32,11 +32,12 @@ def branch_column(stage: int, name: str) -> str:
     return f"__s{stage}{name}"
 
 
-def row_stages(queries: list[StatefulQuery]) -> tuple[int, ...]:
-    """The stages (numbers) whose rows count as the stream's: each the first to read its sources."""
+def row_stages(stages: list[tuple[int, StatefulQuery]]) -> tuple[int, ...]:
+    """The stages (numbers) whose rows count as the stream's: of the stages that read the sources
+    ((number, query): each branch's first, a chain's first stage), each the first to read its sources."""
     seen: set[str] = set()
     numbers = []
-    for number, query in enumerate(queries, start=1):
+    for number, query in stages:
         sources = {w.source.lower() for w in query.plan.windows}
         if not sources <= seen:
             numbers.append(number)
@@ -222,7 +223,7 @@ class StreamingWindowQuery:
         """A chain's late and rejected rows per stage (1: its source's rows, 2: the first stage's
         results, ...), or those of stages side by side (each its own source's rows); None for one
         stage. Rows of a source that did not convert are stage 1's."""
-        count = max(len(self.inners) + 1, len(self.branches))
+        count = sum(len(branch.inners) + 1 for branch in self.branches) or len(self.inners) + 1
         if count == 1:
             return None
         return {stage: {"late": self.total("late", stage), "rejected": self.total("rejected", stage)}
@@ -234,8 +235,10 @@ class Branch:
     """A stage of several side by side, as the sink writer sees it: its query, and its record columns'
     names in the union of every branch's records ({its own name: the name there})."""
 
-    query: StatefulQuery
+    query: StatefulQuery  # its (last) stage's
     columns: dict
+    inners: tuple = ()  # a chain's earlier stages (Stage), first to last
+    first: int = 1  # the number of its first stage (a chain's k stages take k numbers: stage_numbers)
 
 
 @dataclass

@@ -116,10 +116,10 @@ def _write_branches(records_df: "DataFrame", batch_id: int, handle: StreamingWin
             views.append(view)
             typed = f"({branch.query.typed_emissions_sql(view)})"
             results.append(spark.sql(branch.query.result_sql(typed)).drop("__batch"))
-            summary = spark.table(view).agg(*_summary_columns()).first().asDict()
-            for kind, count in _summarise(summary, handle, batch_id, number).items():
+            summary = spark.table(view).agg(*_summary_columns(len(branch.inners) + 1)).first().asDict()
+            for kind, count in _summarise(summary, handle, batch_id, branch.first, len(branch.inners)).items():
                 kinds[kind] += count
-            lates.append((spark.sql(branch.query.late_sql(view)), number))
+            lates.append((_late_rows(spark, branch.query, branch.inners, view), branch.first))
         save_progress(handle.checkpoint, handle.bucket_stats)
         result = outer_frame(spark, handle.around, results)
         handle.result_schema = result.schema
@@ -198,25 +198,28 @@ def _summary_columns(stages: int = 1) -> list:
             F.count_if(reason == MALFORMED).alias(MALFORMED)]
 
 
-def _summarise(summary: dict, handle: StreamingWindowQuery, batch_id: int, beside: int = 0) -> dict[str, int]:
+def _summarise(summary: dict, handle: StreamingWindowQuery, batch_id: int, beside: int = 0,
+               inners: int | None = None) -> dict[str, int]:
     """Keep each bucket's stats record; how many records of each other kind the batch had.
 
     Rows that did not convert never reach a bucket: the sources' own entry (SOURCES) counts them,
     once per batch id, so a batch Spark runs again after a failure does not count them twice.
     A chain's stages share bucket ids: an earlier stage k's buckets are kept as "k:<bucket>", and
-    each entry says its stage. So do stages side by side (`beside`: the stage's number), the first
-    stage's buckets under their own ids."""
-    last = len(handle.inners) + 1
+    each entry says its stage. So do stages side by side (`beside`: the number of the branch's first
+    stage; `inners`: its chain's stages before the last), the first stage's buckets under their own ids."""
+    first = beside or 1
+    last = first + (len(handle.inners) if inners is None else inners)
     for text in summary.get("stats") or []:
         figures = json.loads(text)
         if last > 1 or beside:
-            figures["stage"] = beside or last
+            figures["stage"] = last
         bucket = figures.pop("bucket")
-        handle.bucket_stats[f"{beside}:{bucket}" if beside > 1 else bucket] = figures
-    for stage in range(1, last):
+        handle.bucket_stats[f"{last}:{bucket}" if beside > 1 else bucket] = figures
+    for stage in range(1, last - first + 1):  # a chain's earlier stages, numbered within it
+        number = first + stage - 1
         for text in summary.get(f"stage{stage}_stats") or []:
             figures = json.loads(text)
-            handle.bucket_stats[f"{stage}:{figures.pop('bucket')}"] = {**figures, "stage": stage}
+            handle.bucket_stats[f"{number}:{figures.pop('bucket')}"] = {**figures, "stage": number}
     bad = int(summary.get(MALFORMED) or 0)
     sources = handle.bucket_stats.setdefault(SOURCES, {"rejected": 0, "rows": 0, "last_batch": -1})
     if bad and batch_id > sources["last_batch"]:

@@ -42,8 +42,8 @@ from pyspark.sql import functions as F
 from sqlwin.errors import SqlwinUnsupportedError, SqlwinUsageError
 from sqlwin.outputs import METADATA, claim_sinks
 from sqlwin.spark import layout, supervision
-from sqlwin.spark.around import (describe as describe_around, explained_sql, refuse_chains_beside, rows_for_aggregates,
-                                 stage_lines, stage_plans as around_stages)
+from sqlwin.spark.around import (describe as describe_around, explained_sql, rows_for_aggregates, stage_lines,
+                                 stage_plans as around_stages)
 from sqlwin.spark.checkpoint import (CONTROL, bucket_layout, check_chain_restart, check_restart, check_source_count,
                                      kept_layout, load_progress, remember_source_schemas, spread_layout,
                                      stored_metadata)
@@ -60,6 +60,7 @@ from sqlwin.spark.stateful_query import STAGE_VIEW, StatefulQuery, can_spread_cl
 from sqlwin.spark.stream_handle import STAGE_COLUMN, Branch, Stage, StreamingWindowQuery, branch_column, row_stages
 from sqlwin.spark.stream_sink import sink_writer
 from sqlwin.spark.stream_sources import SOURCE_VIEW, read_directory, with_malformed
+from sqlwin.sql.around import stage_numbers
 from sqlwin.sql.explain import interval_text
 from sqlwin.sql.joins import describe_join
 from sqlwin.spark.propagation import chain_clock, chain_stages, outer_query
@@ -135,21 +136,7 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     if plan.around is not None:  # SQL around the window functions: per micro-batch over the stage's results
         around = plan.around
         plan, *beside = around_stages(plan, "streaming", views.values())
-        if beside:  # several stages side by side: a stateful branch each, one sink
-            refuse_chains_beside(around, query_text)
-    # AP-11, window propagation: each inner windowed aggregation is an earlier stateful stage of the
-    # same stream, whose results, as a view, are the next stage's input. `later`: the plans whose
-    # outer window function reads the stage before, first to last (the statement itself is last).
-    later: list[QueryPlan] = []
-    first = plan
-    while first.propagation is not None:
-        later.insert(0, first)
-        first = plan_of(first.propagation.inner_sql)
-    if later:
-        if first.aggregation is None:
-            prepare_stateful(first, "streaming", 1)  # says why the inner query cannot run
-        # The first stage's late and rejected rows go where the query sends its own (LATE ROWS INTO).
-        first = dataclasses.replace(first, late_into=plan.late_into)
+    first, later = _unrolled(plan, plan_of)
     # A query a stream refuses is refused before anything is written into the checkpoint.
     probe = prepare_stateful(first, "streaming", 1)
     probe_schema = runner.sql(probe.input_sql(arrival=False), query_text).schema
@@ -157,10 +144,12 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     # a chain's clocks: its stages' timers, each in its own operator (refused here if they cannot agree)
     joint_clock = chain_clock(stage_clock(probe.relation.options, probe.config.timers), later, query_text)
     clocks = [joint_clock]
-    for index, one in enumerate(beside, start=1):  # so is a stage side by side
-        beside_probe = prepare_stateful(one, "streaming", 1)
+    for index, one in enumerate(beside, start=1):  # so is a stage side by side (a chain: its first stage)
+        one_first, one_later = _unrolled(one, plan_of)
+        beside_probe = prepare_stateful(one_first, "streaming", 1)
         check_input_types(beside_probe, runner.sql(beside_probe.input_sql(arrival=False), query_text).schema)
-        clocks.append(stage_clock(beside_probe.relation.options, beside_probe.config.timers))
+        clocks.append(chain_clock(stage_clock(beside_probe.relation.options, beside_probe.config.timers),
+                                  one_later, query_text))
         if clocks.count("arrival") > 1:
             raise _one_recorded_clock(around.parts[index].position, query_text)
     if beside:  # each stage's operator keeps its own timers; the wall clock's wait for the stream's end wins
@@ -196,38 +185,27 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     control_dir = Path(checkpoint) / CONTROL
     control_dir.mkdir(parents=True, exist_ok=True)
     control = spark.readStream.schema("__bucket INT, __control STRING").json(str(control_dir))
-    output, schema, clock = _window_operator(runner, stateful, query_text, control, **state_layout,
-                                             driver=checkpoint if on_driver else None)
-    control_buckets = tuple(stateful.bucket_ids or range(stateful.bucket_count))
-    inners: list[Stage] = []
-    stage_plan = first
-    for number, later_plan in enumerate(later, start=2):
-        if number == 2:  # rows of the sources that did not convert are the first stage's rejected rows
-            output = with_malformed(output, malformed, stateful, schema)
-            malformed = {}
-        inners.append(Stage(stateful, stateful.carried_schema(schema)))
-        view = f"{STAGE_VIEW}{uuid.uuid4().hex[:12]}"
-        output.createOrReplaceTempView(f"{view}_records")
-        typed = f"({stateful.typed_emissions_sql(f'{view}_records', carry=True)})"
-        runner.sql(stateful.result_sql(typed, carry=True), query_text).drop("__batch", "__seq") \
-            .createOrReplaceTempView(view)
-        stage_plan = plan_of(outer_query(later_plan, view, {}))
-        stateful = prepare_stateful(stage_plan, "streaming", buckets, bucket_ids, carry=True, spread=spread)
-        output, schema, _ = _window_operator(runner, stateful, query_text, control, **state_layout)
-        control_buckets = tuple(sorted(set(control_buckets) | set(stateful.bucket_ids or range(stateful.bucket_count))))
-    clock = joint_clock
+    output, schema, _ = _window_operator(runner, stateful, query_text, control, **state_layout,
+                                         driver=checkpoint if on_driver else None)
+    settings = dict(buckets=buckets, bucket_ids=bucket_ids, spread=spread, partial=partial)
+    if later:  # rows of the sources that did not convert are the first stage's rejected rows
+        output, malformed = with_malformed(output, malformed, stateful, schema), {}
+    output, schema, stateful, inners = _later_stages(runner, plan_of, query_text, stateful, output, schema, later,
+                                                     control, settings, state_layout)
     output = with_malformed(output, malformed, stateful, schema)
     branches: list[Branch] = []
     if beside:  # each stage a branch over the same sources, its records tagged with its number, one union
-        output, branches = _branches(runner, query_text, stateful, output, schema, beside, control,
-                                     dict(buckets=buckets, bucket_ids=bucket_ids, spread=spread, partial=partial),
-                                     state_layout)
-        for branch in branches:
-            control_buckets = tuple(sorted(set(control_buckets) | set(branch.query.bucket_ids or ())))
-    handle = StreamingWindowQuery(None, sink, late_sink, checkpoint, buckets, stateful, clock,
+        output, branches = _branches(runner, plan_of, query_text, Branch(stateful, {n: n for n in schema.names},
+                                                                          tuple(inners)),
+                                     output, around, beside, control, settings, state_layout)
+    stages = [stage.query for stage in inners] + [stateful] + [
+        query for branch in branches[1:] for query in (*(stage.query for stage in branch.inners), branch.query)]
+    control_buckets = tuple(sorted({b for query in stages for b in (query.bucket_ids or range(query.bucket_count))}))
+    handle = StreamingWindowQuery(None, sink, late_sink, checkpoint, buckets, stateful, joint_clock,
                                   control_buckets=control_buckets, read_twice=read_twice, inners=tuple(inners), run_id=run_id)
     handle.around, handle.branches = around, tuple(branches)
-    handle.row_stages = row_stages([stateful, *(b.query for b in branches[1:])])
+    handle.row_stages = row_stages([(branch.first, branch.inners[0].query if branch.inners else branch.query)
+                                    for branch in branches] or [(1, inners[0].query if inners else stateful)])
     handle.bucket_stats = load_progress(checkpoint)
     check_source_count(checkpoint, output, query_text)
     writer = output.writeStream.foreachBatch(sink_writer(stateful, handle)) \
@@ -240,22 +218,68 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     return handle
 
 
-def _branches(runner: "SparkRunner", query_text: str, stateful: StatefulQuery, output: "DataFrame", schema,
-              beside: list["QueryPlan"], control: "DataFrame", settings: dict, state_layout: dict):
-    """Stages side by side in one stream: the first stage's records (`output`, `schema`) and a stateful
-    branch per later stage over the same sources, each with the checkpoint's bucket ids and layout;
-    every branch's record columns renamed apart (`Branch.columns`), tagged with its stage's number
-    (STAGE_COLUMN) and unioned before the one sink, which splits them again."""
-    branches = [Branch(stateful, {name: name for name in schema.names})]
+def _unrolled(plan: QueryPlan, plan_of: t.Callable[[str], QueryPlan]) -> tuple[QueryPlan, list[QueryPlan]]:
+    """AP-11, window propagation: each inner windowed aggregation is an earlier stateful stage of the
+    same stream, whose results, as a view, are the next stage's input. (the first stage's plan, the
+    plans whose outer window function reads the stage before, first to last: the statement itself last);
+    (plan, []) for a stage that is no chain."""
+    later: list[QueryPlan] = []
+    first = plan
+    while first.propagation is not None:
+        later.insert(0, first)
+        first = plan_of(first.propagation.inner_sql)
+    if later:
+        if first.aggregation is None:
+            prepare_stateful(first, "streaming", 1)  # says why the inner query cannot run
+        # The first stage's late and rejected rows go where the query sends its own (LATE ROWS INTO).
+        first = dataclasses.replace(first, late_into=plan.late_into)
+    return first, later
+
+
+def _later_stages(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], query_text: str,
+                  stateful: StatefulQuery, output: "DataFrame", schema, later: list[QueryPlan], control: "DataFrame",
+                  settings: dict, state_layout: dict):
+    """A chain's later stages over its first stage's records (`stateful`, `output`, `schema`): each a
+    stateful operator over the stage before's results, which carries the earlier stages' late, rejected
+    and stats records through. (the last stage's records, their schema, its query, the stages before it)"""
+    inners: list[Stage] = []
+    for later_plan in later:
+        inners.append(Stage(stateful, stateful.carried_schema(schema)))
+        view = f"{STAGE_VIEW}{uuid.uuid4().hex[:12]}"
+        output.createOrReplaceTempView(f"{view}_records")
+        typed = f"({stateful.typed_emissions_sql(f'{view}_records', carry=True)})"
+        runner.sql(stateful.result_sql(typed, carry=True), query_text).drop("__batch", "__seq") \
+            .createOrReplaceTempView(view)
+        stage_plan = plan_of(outer_query(later_plan, view, {}))
+        stateful = prepare_stateful(stage_plan, "streaming", settings["buckets"], settings["bucket_ids"], carry=True,
+                                    spread=settings["spread"])
+        output, schema, _ = _window_operator(runner, stateful, query_text, control, **state_layout)
+    return output, schema, stateful, inners
+
+
+def _branches(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], query_text: str, first: Branch,
+              output: "DataFrame", around, beside: list[QueryPlan], control: "DataFrame", settings: dict,
+              state_layout: dict):
+    """Stages side by side in one stream: the first stage's records (`output`; `first` its branch) and a
+    stateful branch per later stage over the same sources (a chain: its stages one after the other),
+    each with the checkpoint's bucket ids and layout; every branch's record columns renamed apart
+    (`Branch.columns`), tagged with its branch's index (STAGE_COLUMN) and unioned before the one sink,
+    which splits them again. Each branch knows the number of its first stage (a chain takes one number
+    per stage: stage_numbers)."""
+    numbers = stage_numbers([part.plan for part in around.parts])
+    branches = [first]
     tagged = output.withColumn(STAGE_COLUMN, F.lit(1))
-    for number, plan in enumerate(beside, start=2):
+    for index, plan in enumerate(beside, start=2):
+        plan, later = _unrolled(plan, plan_of)
         query = prepare_stateful(plan, "streaming", settings["buckets"], settings["bucket_ids"],
-                                 spread=settings["spread"], partial=settings["partial"])
+                                 spread=settings["spread"], partial=settings["partial"] and not later)
         records, branch_schema, _ = _window_operator(runner, query, query_text, control, **state_layout)
-        columns = {name: branch_column(number, name) for name in branch_schema.names}
+        records, branch_schema, query, inners = _later_stages(runner, plan_of, query_text, query, records,
+                                                              branch_schema, later, control, settings, state_layout)
+        columns = {name: branch_column(index, name) for name in branch_schema.names}
         records = records.select(*(F.col(name).alias(renamed) for name, renamed in columns.items()))
-        tagged = tagged.unionByName(records.withColumn(STAGE_COLUMN, F.lit(number)), allowMissingColumns=True)
-        branches.append(Branch(query, columns))
+        tagged = tagged.unionByName(records.withColumn(STAGE_COLUMN, F.lit(index)), allowMissingColumns=True)
+        branches.append(Branch(query, columns, tuple(inners), numbers[index - 1]))
     return tagged, branches
 
 
@@ -386,8 +410,6 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
     plan = rows_for_aggregates(plan, runner.planner)
     if plan.around is not None:
         plans = around_stages(plan, "streaming")
-        if len(plans) > 1:
-            refuse_chains_beside(plan.around, plan.sql)
         stages = [explain_stream(runner, one, buckets, alone=len(plans) == 1) for one in plans]
         lines = [line for line in stage_lines([s.strategies for s in stages]) if ", sink:" not in line]
         sink = [line for line in stages[0].strategies if line.startswith("sink:")]
