@@ -596,14 +596,16 @@ def test_a_wall_clock_stage_beside_an_event_time_one_in_a_stream(sw, spark, tmp_
     from sqlwin.testing import feed_stream
 
     at = lambda m: T0 + dt.timedelta(minutes=m)  # noqa: E731
-    bids = spark.createDataFrame([(at(m), v, off) for m, v, off in BIDS], "ts TIMESTAMP, v INT, off INT")
+    # two micro-batches of four rows: the row at 00:02 comes in the second, after 00:09 (watermark 00:08)
+    bids = spark.createDataFrame([(at(m), v, off, off // 4) for m, v, off in BIDS],
+                                 "ts TIMESTAMP, v INT, off INT, batch INT")
     bids.createOrReplaceTempView("bids")
     text = spans("").replace("TUMBLE(TABLE bids WATERMARK ts DELAY OF INTERVAL 1 MINUTE, DESCRIPTOR(ts), "
                              "INTERVAL 10 MINUTES)", "TUMBLE(TABLE bids, DESCRIPTOR(PROCTIME()), INTERVAL 1 HOUR)")
     assert "PROCTIME" in text
-    fed = feed_stream(sw, text, bids, "bids", None, "off", workdir=str(tmp_path))
+    fed = feed_stream(sw, text, bids, "bids", "batch", "off", workdir=str(tmp_path))
     span, start, end, n = (fed.schema.fieldNames().index(c) for c in ("span", "window_start", "window_end", "n"))
     short = sorted((r[start], r[end], r[n]) for r in fed.rows if r[span] == "short")
-    # by hand: the 5-minute windows of BIDS, the row at 00:02 late (after 00:12, watermark 00:11)
+    # by hand: the 5-minute windows of BIDS, the row at 00:02 late ([00:00, 00:05) closed by 00:08)
     assert short == [(at(a), at(b), c) for a, b, c in ((0, 5, 2), (5, 10, 2), (10, 15, 1), (15, 20, 1), (25, 30, 1))]
     assert sum(r[n] for r in fed.rows if r[span] == "long") == len(BIDS)

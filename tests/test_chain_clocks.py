@@ -41,7 +41,7 @@ INGESTION_FIRST = (
 
 @pytest.fixture
 def recorded(spark):
-    rows = columns(random_stream(random.Random(31), 48, batch_size=10, arrival_gap_s=25), "id", "k", "ts", "v", "arrival", "batch",
+    rows = columns(random_stream(random.Random(31), 48, batch_size=16, arrival_gap_s=25), "id", "k", "ts", "v", "arrival", "batch",
                    "at")
     table = spark.createDataFrame(rows, SCHEMA)
     table.createOrReplaceTempView("chain_pt")
