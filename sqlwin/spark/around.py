@@ -10,6 +10,7 @@ where it does not hold.
 
 from __future__ import annotations
 
+import re
 import typing as t
 import uuid
 
@@ -149,19 +150,40 @@ def stages_late(lates: list[tuple["DataFrame", int]]) -> "DataFrame":
     return late_in_order(combined, frames[0].columns)
 
 
-def stage_lines(strategies: list[list[str]]) -> list[str]:
-    """explain's lines of each stage, each marked with its stage where there are several."""
+def stage_lines(strategies: list[list[str]], numbers: list[int] | None = None) -> list[str]:
+    """explain's lines of each stage, each marked with its stage where there are several: `numbers`,
+    each stage's first number (stage_numbers). A chain's lines already say their stage ("stage 2: ...",
+    numbered within the chain): those are shifted to the statement's numbers instead."""
     if len(strategies) == 1:
         return strategies[0]
-    return [f"stage {i + 1}, {line}" for i, lines in enumerate(strategies) for line in lines]
+    numbers = numbers or list(range(1, len(strategies) + 1))
+    out = []
+    for first, lines in zip(numbers, strategies):
+        chain = any(_CHAIN_LINE.match(line) for line in lines)
+        out += [_renumbered(line, first - 1) if chain else f"stage {first}, {line}" for line in lines]
+    return out
 
 
-def explained_sql(around: Around, stage_sql: list[str]) -> str:
-    """explain's Spark SQL: each stage's, then the SQL around their results."""
+def explained_sql(around: Around, stage_sql: list[str], numbers: list[int] | None = None) -> str:
+    """explain's Spark SQL: each stage's (`numbers` as for stage_lines), then the SQL around their results."""
     if len(stage_sql) == 1:
         return f"{stage_sql[0]}\n  -- then, over the stage's results: {around.outer_sql('<stage>')}"
-    lines = [f"-- stage {i + 1} ({part.name}):\n  {sql}" for i, (part, sql) in enumerate(zip(around.parts, stage_sql))]
+    numbers = numbers or list(range(1, len(stage_sql) + 1))
+    lines = [f"-- stage {first} ({part.name}):\n  " + "\n".join(  # a chain's own comments renumbered, not the SQL
+                 _renumbered(line, first - 1) if line.lstrip().startswith("-- stage") else line
+                 for line in sql.split("\n"))
+             for first, part, sql in zip(numbers, around.parts, stage_sql)]
     return "\n  ".join([*lines, f"-- then, over the stages' results: {around.outer_sql('<stage>')}"])
+
+
+_CHAIN_LINE = re.compile(r"stage \d+: ")
+
+
+def _renumbered(text: str, shift: int) -> str:
+    """A chain's explain text with its stage numbers ("stage 2", "stage 1's") shifted by `shift`."""
+    if not shift:
+        return text
+    return re.sub(r"\bstage (\d+)\b", lambda m: f"stage {int(m.group(1)) + shift}", text)
 
 
 def describe(around: Around, mode: str) -> str:

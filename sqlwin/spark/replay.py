@@ -185,8 +185,9 @@ def explain_replay(runner: "SparkRunner", plan: QueryPlan):
     plan = around.rows_for_aggregates(plan, runner.planner)
     if plan.around is not None:
         stages = [explain_replay(runner, one) for one in around.stage_plans(plan, "replay")]
-        return LoweredQuery(around.explained_sql(plan.around, [stage.sql for stage in stages]),
-                            [*around.stage_lines([stage.strategies for stage in stages]),
+        numbers = stage_numbers([part.plan for part in plan.around.parts])
+        return LoweredQuery(around.explained_sql(plan.around, [stage.sql for stage in stages], numbers),
+                            [*around.stage_lines([stage.strategies for stage in stages], numbers),
                              around.describe(plan.around, "replay")])
 
     if plan.propagation is not None:

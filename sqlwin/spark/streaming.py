@@ -411,14 +411,15 @@ def explain_stream(runner: "SparkRunner", plan: "QueryPlan", buckets: int | None
     if plan.around is not None:
         plans = around_stages(plan, "streaming")
         stages = [explain_stream(runner, one, buckets, alone=len(plans) == 1) for one in plans]
-        lines = [line for line in stage_lines([s.strategies for s in stages]) if ", sink:" not in line]
+        numbers = stage_numbers([part.plan for part in plan.around.parts])
+        lines = [line for line in stage_lines([s.strategies for s in stages], numbers) if ", sink:" not in line]
         sink = [line for line in stages[0].strategies if line.startswith("sink:")]
         if len(plans) > 1:
             lines.append(f"stages: {len(plans)} stateful branches of one streaming query over the same sources, their "
                          "records tagged with their stage and unioned before the one sink (foreachBatch), which "
                          "splits them per stage: each stage's results, late and rejected rows (with `stage`) and "
                          "figures (status()['stages'])")
-        return LoweredQuery(explained_sql(plan.around, [s.sql for s in stages]).replace(
+        return LoweredQuery(explained_sql(plan.around, [s.sql for s in stages], numbers).replace(
                                 "-- then, over the stage", "-- then, per micro-batch, over the stage"),
                             [*lines, *(sink if len(plans) > 1 else []), describe_around(plan.around, "streaming")])
     if plan.propagation is not None:
