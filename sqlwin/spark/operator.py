@@ -30,7 +30,7 @@ from sqlwin.spark.packing import CLOCK_PACK, PACKED_SCHEMA, clock_packer, pack_r
 
 __all__ = ["CARRIED", "CARRY", "CLOCK_PACK", "EMIT", "END_BATCH", "END_OF_INPUT", "LATE", "PACKED_SCHEMA", "REJECTED",
            "STATS", "TIMESTAMP", "OperatorConfig", "choose_runtime", "clock_packer", "column_values",
-           "follows_processing_time", "pack_rows", "record_columns", "stage_clock", "stream_bounds_of", "unpack_rows",
+           "follows_processing_time", "joint_clock", "pack_rows", "record_columns", "stage_clock", "stream_bounds_of", "unpack_rows",
            "value_kind"]
 
 
@@ -49,6 +49,13 @@ def stage_clock(options: t.Mapping[str, t.Any], timers: bool) -> str:
     rows' recorded `arrival_time`), 'processing' (the wall clock) or 'none' (event time only: nothing
     moves without rows)."""
     return "arrival" if options.get("arrival_time") else "processing" if timers else "none"
+
+
+def joint_clock(clocks: t.Iterable[str]) -> str:
+    """The clock a stream of several stages waits on (each stage's operator keeps its own timers): the
+    wall clock where any stage follows it, else the recorded arrival times where one reads them."""
+    clocks = set(clocks)
+    return "processing" if "processing" in clocks else "arrival" if "arrival" in clocks else "none"
 
 
 @dataclass(frozen=True)

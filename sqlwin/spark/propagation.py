@@ -12,7 +12,7 @@ import typing as t
 from sqlglot import exp
 
 from sqlwin.errors import SqlwinUnsupportedError
-from sqlwin.spark.operator import follows_processing_time, stage_clock
+from sqlwin.spark.operator import follows_processing_time, joint_clock, stage_clock
 from sqlwin.sql.ast_nodes import TableArg, WindowOption, WindowOptions, WindowTVF
 from sqlwin.sql.dialect import SqlwinDialect
 
@@ -64,7 +64,7 @@ def chain_clock(first: str, later: t.Sequence["QueryPlan"], query: str) -> str:
     clocks = [first]
     for plan in later:
         outer = plan.propagation.outer
-        clock = stage_clock(outer.options, follows_processing_time(outer.watermark, plan.emit, outer.processing_time))
+        clock = stage_clock(outer.options, later_timers(plan))
         if clock == "arrival":
             raise SqlwinUnsupportedError(
                 "A later stage of a chain reads the stage before's results, which carry no recorded arrival "
@@ -79,4 +79,10 @@ def chain_clock(first: str, later: t.Sequence["QueryPlan"], query: str) -> str:
                 outer.position, "the wall clock in every stage (no arrival_time), or event time in the later "
                 "stages", query=query)
         clocks.append(clock)
-    return "processing" if "processing" in clocks else "arrival" if "arrival" in clocks else "none"
+    return joint_clock(clocks)
+
+
+def later_timers(plan: "QueryPlan") -> bool:
+    """Whether a chain's later stage (`plan`, a propagation) follows processing time: needs timers."""
+    outer = plan.propagation.outer
+    return follows_processing_time(outer.watermark, plan.emit, outer.processing_time)

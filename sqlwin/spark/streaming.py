@@ -49,8 +49,7 @@ from sqlwin.spark.checkpoint import (CONTROL, bucket_layout, check_chain_restart
                                      stored_metadata)
 from sqlwin.spark.connect import is_connect
 from sqlwin.spark.driver_state import DriverOperator
-from sqlwin.spark.operator import (OperatorConfig, choose_runtime, clock_packer, follows_processing_time,
-                                  pack_rows, stage_clock)
+from sqlwin.spark.operator import OperatorConfig, choose_runtime, clock_packer, joint_clock, pack_rows, stage_clock
 from sqlwin.spark.lazy_processor import LazyProcessor
 from sqlwin.spark.processor import WindowProcessor
 from sqlwin.spark.pre_aggregation import PreAggregation, pre_aggregator
@@ -63,7 +62,7 @@ from sqlwin.spark.stream_sources import SOURCE_VIEW, read_directory, with_malfor
 from sqlwin.sql.around import stage_numbers
 from sqlwin.sql.explain import interval_text
 from sqlwin.sql.joins import describe_join
-from sqlwin.spark.propagation import chain_clock, chain_stages, outer_query
+from sqlwin.spark.propagation import chain_clock, chain_stages, later_timers, outer_query
 from sqlwin.sql.text import quote_identifier
 
 if t.TYPE_CHECKING:
@@ -142,8 +141,8 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     probe_schema = runner.sql(probe.input_sql(arrival=False), query_text).schema
     check_input_types(probe, probe_schema)
     # a chain's clocks: its stages' timers, each in its own operator (refused here if they cannot agree)
-    joint_clock = chain_clock(stage_clock(probe.relation.options, probe.config.timers), later, query_text)
-    clocks = [joint_clock]
+    stream_clock = chain_clock(stage_clock(probe.relation.options, probe.config.timers), later, query_text)
+    clocks = [stream_clock]
     for index, one in enumerate(beside, start=1):  # so is a stage side by side (a chain: its first stage)
         one_first, one_later = _unrolled(one, plan_of)
         beside_probe = prepare_stateful(one_first, "streaming", 1)
@@ -153,7 +152,7 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
         if clocks.count("arrival") > 1:
             raise _one_recorded_clock(around.parts[index].position, query_text)
     if beside:  # each stage's operator keeps its own timers; the wall clock's wait for the stream's end wins
-        joint_clock = "processing" if "processing" in clocks else "arrival" if "arrival" in clocks else "none"
+        stream_clock = joint_clock(clocks)
     bucket_ids = bucket_layout(spark, checkpoint, query_text, buckets)
     buckets = len(bucket_ids)
     # One clock for the stream: spread over the buckets by the GROUP BY keys (a chain: each stage
@@ -201,7 +200,7 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     stages = [stage.query for stage in inners] + [stateful] + [
         query for branch in branches[1:] for query in (*(stage.query for stage in branch.inners), branch.query)]
     control_buckets = tuple(sorted({b for query in stages for b in (query.bucket_ids or range(query.bucket_count))}))
-    handle = StreamingWindowQuery(None, sink, late_sink, checkpoint, buckets, stateful, joint_clock,
+    handle = StreamingWindowQuery(None, sink, late_sink, checkpoint, buckets, stateful, stream_clock,
                                   control_buckets=control_buckets, read_twice=read_twice, inners=tuple(inners), run_id=run_id)
     handle.around, handle.branches = around, tuple(branches)
     handle.row_stages = row_stages([(branch.first, branch.inners[0].query if branch.inners else branch.query)
@@ -506,7 +505,7 @@ def _later_stage(plan: "QueryPlan", number: int) -> str:
                if plan.propagation.inherit else "its own watermark over window_time")
     earlier = "stage 1's" if number == 2 else f"stages 1-{before}'s"
     outer = plan.propagation.outer
-    if follows_processing_time(outer.watermark, plan.emit, outer.processing_time):
+    if later_timers(plan):
         inherit += (f"; it follows the wall clock at which stage {before}'s results reach it, on timers of its own "
                     "(ProcessingTime mode)")
     return (f"stage {number}: {outer.function} over stage {before}'s results (window propagation), "
