@@ -36,10 +36,11 @@ import typing as t
 
 from sqlglot import exp
 
-from sqlwin.errors import SqlwinUnsupportedError, SqlwinUsageError
+from sqlwin.errors import SqlwinError, SqlwinUnsupportedError, SqlwinUsageError
 from sqlwin.spark.complete import lower_complete, name_select_items
 from sqlwin.spark.pipeline import SOURCE, complete_frame, formatted, prepare_stream
 from sqlwin.spark.replay import is_replay
+from sqlwin.sql.dialect import parse_one
 from sqlwin.sql.plan import QueryPlan, build_plan, node_position, require_final_only
 
 if t.TYPE_CHECKING:
@@ -78,6 +79,7 @@ def _plan(spark: "SparkSession", query: str, schemas: Schemas | None, streaming:
                                        hint=DDL_HINT) from None
     names = {name: SOURCE.format(i) for i, name in enumerate(declared)}
     by_source = {names[name]: schema for name, schema in declared.items()}
+    derived = _derived_names(query) if streaming else set()
 
     def schema_of(reference: str) -> dict[str, str] | None:
         schema = by_source.get(reference.strip("`"))
@@ -85,6 +87,8 @@ def _plan(spark: "SparkSession", query: str, schemas: Schemas | None, streaming:
             return schema
         if schema is not None:
             return {f.name: f.dataType.simpleString() for f in schema.fields}
+        if reference.startswith("(") or reference.strip("`").lower() in derived:
+            return None  # a subquery or a CTE over the sources: Spark analyses its rows at definition time
         if streaming:
             raise SqlwinUsageError(
                 f"{reference} is not one of the streaming table's sources: sqlwin's window runtime in a pipeline "
@@ -101,6 +105,15 @@ def _plan(spark: "SparkSession", query: str, schemas: Schemas | None, streaming:
     if not plan.plain_spark:
         _name_items(spark, planned, analyse)
     return planned
+
+
+def _derived_names(query: str) -> set[str]:
+    """The names of the query's CTEs (lower case): a window function may read one, not only a source."""
+    try:
+        ast = parse_one(query)
+    except SqlwinError:
+        return set()  # build_plan says what is wrong with the text
+    return {cte.alias_or_name.lower() for cte in ast.find_all(exp.CTE)}
 
 
 DDL_HINT = "a DDL string, e.g. 'user_id STRING, ts TIMESTAMP', or a StructType"
@@ -190,9 +203,14 @@ def _complete(spark: "SparkSession", text: str, schemas: Schemas | None, analyse
         return _Complete(plan, text, None, planned.sources)
     if is_replay(plan):
         raise SqlwinUnsupportedError(
-            "A replay (arrival_order) in a pipeline is not built yet: the replay's operator is planned from the "
-            "input's Spark schema, which sqlwin.pipelines has only as declared columns", plan.windows[0].position,
-            "sw.sql(...) outside the pipeline, or the query without arrival_order (complete input)", query=plan.sql)
+            "A replay (arrival_order) in a pipeline's materialized view: a replay's result is Spark SQL over the "
+            "records of its operator (and, with one watermark for the stream or processing time, the stream's "
+            "clock per recorded batch is first computed by a Spark job and handed to the operator); in a pipeline "
+            "a dataset read by spark.sql over a DataFrame does not resolve, and a query function may run no job "
+            "(ATTEMPT_ANALYSIS_IN_PIPELINE_QUERY_FUNCTION)", plan.windows[0].position,
+            "sw.sql(...) outside the pipeline (its result written as a table the pipeline reads); the recorded "
+            "stream as a streaming table's source (swp.streaming_table); or the query without arrival_order "
+            "(complete input)", query=plan.sql)
     require_final_only(plan, "complete-input")
     lowered = lower_complete(plan)
     return _Complete(plan, lowered.sql, lowered.rejected_sql, planned.sources)
@@ -242,7 +260,15 @@ def streaming_table(spark: "SparkSession", name: str, query: str, sources: t.Map
         raise SqlwinUsageError("The query has no window function of sqlwin's: a streaming table of Spark SQL "
                                "needs no sqlwin", hint="@dp.table returning spark.readStream... / a SQL file")
     by_name = {key.lower(): frame for key, frame in frames.items()}
-    flow = prepare_stream(spark, planned.plan,
+    time_zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
+
+    def plan_of(text: str, views: dict) -> QueryPlan:  # a chain's stage, over SOURCE names and stages' results
+        def schema_of(reference: str):
+            schema = views.get(reference.strip("`")) or planned.schemas.get(reference.strip("`"))
+            return None if schema is None else {f.name: f.dataType.simpleString() for f in schema.fields}
+        return build_plan(text, schema_of, time_zone, tables={name: source for source, name in planned.sources.items()})
+
+    flow = prepare_stream(spark, planned.plan, plan_of,
                           {source: (by_name[planned.sources[source].lower()], schema)
                            for source, schema in planned.schemas.items()}, buckets)
     # sqlwin.session() sets this for its sessions; a pipeline's is the pipeline's own

@@ -48,9 +48,14 @@ def _table(workdir: Path, name: str, columns: list[str]) -> list[tuple]:
     import pyarrow.parquet as pq
 
     frame = pq.read_table(workdir / "spark-warehouse" / name).to_pandas()
-    rows = [tuple(None if v != v else (v.to_pydatetime() if hasattr(v, "to_pydatetime") else v) for v in row)
-            for row in frame[columns].itertuples(index=False)]
+    rows = [tuple(_value(v) for v in row) for row in frame[columns].itertuples(index=False)]
     return sorted(rows, key=repr)
+
+
+def _value(v):
+    if hasattr(v, "tolist"):  # an array column (numpy)
+        return v.tolist()
+    return None if v != v else (v.to_pydatetime() if hasattr(v, "to_pydatetime") else v)
 
 
 SESSIONS = ["user_id", "window_start", "window_end", "clicks", "last_click"]
@@ -58,8 +63,12 @@ REJECTED = ["user_id", "id", "ts", "window_start", "reason"]
 HOURLY = ["user_id", "window_start", "window_end", "clicks"]
 ASSIGNED = ["id", "window_start", "window_end"]
 STREAMED = ["user_id", "window_start", "window_end", "clicks", "last_click", "op", "firing"]
+JOINED = ["user_id", "window_start", "clicks", "orders", "op", "firing"]
+KNOWN = ["user_id", "window_start", "window_end", "clicks", "op", "firing"]
+HOURS = ["window_start", "window_end", "clicks", "half_hours", "op", "firing"]
 EXAMPLE_TABLES = {"click_sessions": SESSIONS, "rejected_clicks": REJECTED, "clicks_hourly": HOURLY,
-                  "clicks_with_half_hour": ASSIGNED, "clicks_per_half_hour": STREAMED}
+                  "clicks_with_half_hour": ASSIGNED, "clicks_per_half_hour": STREAMED,
+                  "clicks_and_orders": JOINED, "known_users_per_half_hour": KNOWN, "hours_of_half_hours": HOURS}
 
 
 def example_runs(workdir: Path) -> list[tuple[subprocess.CompletedProcess, float, dict]]:
@@ -164,6 +173,21 @@ def test_the_example_pipeline_writes_sqlwin_windows(tmp_path):
     first = [("u1", _t("00:00"), _t("00:30"), 3, _t("00:15"), "+I", "on_time"),
              ("u1", _t("00:30"), _t("01:00"), 1, _t("00:50"), "+I", "on_time")]
     assert tables["clicks_per_half_hour"] == first
+    # Beyond one window function, in streaming tables too. The windowed join of clicks and orders: the
+    # clicks' watermark 01:25 (one for the stream), the orders' 02:10 - 5 min = 02:05, the join's the
+    # earlier: [00:00, 00:30) and [00:30, 01:00) close; the click without a user is rejected (a NULL key).
+    joined = [("u1", _t("00:00"), ["1A", "1B", "1C"], ["o1"], "+I", "on_time"),
+              ("u1", _t("00:30"), ["2A"], ["o2"], "+I", "on_time"),
+              ("u2", _t("00:00"), None, ["o4"], "+I", "on_time")]
+    assert tables["clicks_and_orders"] == sorted(joined, key=repr)
+    # The WITH clause keeps the clicks with a user; one watermark, 01:25.
+    known = [("u1", _t("00:00"), _t("00:30"), 3, "+I", "on_time"), ("u1", _t("00:30"), _t("01:00"), 1, "+I", "on_time")]
+    assert tables["known_users_per_half_hour"] == known
+    # The chain: the half hours [00:00, 00:30) (4 clicks, the one without a user too: no key here) and
+    # [00:30, 01:00) (1) close at 01:25, their window_time 00:29:59.999999 and 00:59:59.999999; the
+    # hour's watermark follows them (the newest + 1 µs, 01:00), which closes [00:00, 01:00): 5 clicks.
+    hours = [(_t("00:00"), _t("01:00"), 5, 2, "+I", "on_time")]
+    assert tables["hours_of_half_hours"] == hours
 
     # More clicks arrive (example_runs). u1 at 02:10 moves u1's watermark to 02:05: [01:00, 01:30) and
     # [01:30, 02:00) close with the clicks of the first run (kept in the flow's state). u1 at 00:40 is
@@ -176,6 +200,19 @@ def test_the_example_pipeline_writes_sqlwin_windows(tmp_path):
         ("u1", _t("01:00"), _t("01:30"), 1, _t("01:00"), "+I", "on_time"),
         ("u1", _t("01:30"), _t("02:00"), 1, _t("01:30"), "+I", "on_time"),
     ], key=repr)
+    # The join: the clicks' watermark moves to 02:05 (u1 at 02:10), the orders' stays 02:05 (kept in the
+    # flow's state): [01:00, 01:30) and [01:30, 02:00) close, with no order; 00:40 is late for the join.
+    assert tables["clicks_and_orders"] == sorted(joined + [
+        ("u1", _t("01:00"), ["2B"], None, "+I", "on_time"), ("u1", _t("01:30"), ["3A"], None, "+I", "on_time"),
+        ("u2", _t("01:30"), ["5A"], None, "+I", "on_time")], key=repr)
+    # One watermark for the stream (02:05) closes u2's half hour too, unlike the clock per user above.
+    assert tables["known_users_per_half_hour"] == sorted(known + [
+        ("u1", _t("01:00"), _t("01:30"), 1, "+I", "on_time"), ("u1", _t("01:30"), _t("02:00"), 1, "+I", "on_time"),
+        ("u2", _t("01:30"), _t("02:00"), 1, "+I", "on_time")], key=repr)
+    # The chain's first stage closes [01:00, 01:30) (1 click) and [01:30, 02:00) (2: u1's, u2's) at 02:05;
+    # the hour [01:00, 02:00) closes at the upstream watermark 02:00. 00:40 was late for the half hour.
+    assert tables["hours_of_half_hours"] == sorted(hours + [(_t("01:00"), _t("02:00"), 3, 2, "+I", "on_time")],
+                                                   key=repr)
     assert tables["clicks_with_half_hour"] == sorted(half_hours + [
         ("4A", _t("02:00"), _t("02:30")), ("4B", _t("00:30"), _t("01:00")), ("5A", _t("01:30"), _t("02:00"))], key=repr)
 
@@ -266,3 +303,36 @@ def test_declared_columns_in_a_query_function_are_read_without_asking_spark(spar
                                     "GROUP BY sensor, window_start, window_end",
                              {"temps": "sensor STRING, temperature DECIMAL(5, 1), timestamp LONG"}, analyse=False)
     assert "unix_micros" not in complete.sql and "AS top" in complete.sql
+
+
+def test_sql_around_a_stage_in_a_streaming_table_is_refused_with_the_reason(spark, arriving):
+    """A flow returns one streaming DataFrame: the SQL a stream runs per micro-batch over a stage's results
+    (here a window Top-N) has no place there; the hint says where it goes instead."""
+    top = ("SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY window_start, window_end ORDER BY clicks DESC) "
+           f"AS n FROM ({STREAM_QUERY.replace('PARTITION BY user_id ', '')})) WHERE n <= 1")
+    with pytest.raises(SqlwinUnsupportedError) as refused:
+        swp.streaming_table(spark, "t", top, sources={"arriving": arriving})
+    message = str(refused.value)
+    assert "a flow has no step per micro-batch" in message and "swp.materialized_view" in message
+    assert "line 1, column" in message and "not built" not in message
+
+
+def test_a_with_clause_over_a_table_that_is_no_source_is_refused_in_sqlwins_words(spark, arriving):
+    """A WITH clause over the sources runs (the example pipeline); one reading something else is Spark's
+    analysis error at definition time, said as sqlwin says Spark's errors (no JVM stack)."""
+    query = ("WITH known AS (SELECT * FROM no_such_clicks WHERE user_id IS NOT NULL) "
+             + STREAM_QUERY.replace("TABLE arriving", "TABLE known"))
+    with pytest.raises(SqlwinError) as refused:
+        swp.streaming_table(spark, "t", query, sources={"arriving": arriving})
+    assert "no_such_clicks" in str(refused.value) and "at org.apache" not in str(refused.value)
+
+
+def test_a_replay_in_a_materialized_view_is_refused_with_the_reason(spark):
+    replay = ("SELECT user_id, window_start, window_end, count(*) AS clicks FROM TUMBLE(TABLE clicks PARTITION BY "
+              "user_id WITH (arrival_order = id), DESCRIPTOR(ts), INTERVAL 30 MINUTES) "
+              "GROUP BY user_id, window_start, window_end")
+    with pytest.raises(SqlwinUnsupportedError) as refused:
+        swp.query(spark, replay, {"clicks": CLICKS})
+    message = str(refused.value)
+    assert "ATTEMPT_ANALYSIS_IN_PIPELINE_QUERY_FUNCTION" in message and "does not resolve" in message
+    assert "line 1, column" in message and "not built" not in message

@@ -7,12 +7,14 @@ inner one first and hands its results, as a view, to the outer query written her
 
 from __future__ import annotations
 
+import dataclasses
 import typing as t
 
 from sqlglot import exp
 
 from sqlwin.errors import SqlwinUnsupportedError
 from sqlwin.spark.operator import follows_processing_time, joint_clock, stage_clock
+from sqlwin.spark.stateful import prepare_stateful
 from sqlwin.sql.ast_nodes import TableArg, WindowOption, WindowOptions, WindowTVF
 from sqlwin.sql.dialect import SqlwinDialect
 
@@ -86,3 +88,21 @@ def later_timers(plan: "QueryPlan") -> bool:
     """Whether a chain's later stage (`plan`, a propagation) follows processing time: needs timers."""
     outer = plan.propagation.outer
     return follows_processing_time(outer.watermark, plan.emit, outer.processing_time)
+
+
+def unrolled(plan: "QueryPlan", plan_of: t.Callable[[str], "QueryPlan"]) -> tuple["QueryPlan", list["QueryPlan"]]:
+    """AP-11, window propagation: each inner windowed aggregation is an earlier stateful stage of the
+    same stream, whose results, as a view, are the next stage's input. (the first stage's plan, the
+    plans whose outer window function reads the stage before, first to last: the statement itself last);
+    (plan, []) for a stage that is no chain."""
+    later: list["QueryPlan"] = []
+    first = plan
+    while first.propagation is not None:
+        later.insert(0, first)
+        first = plan_of(first.propagation.inner_sql)
+    if later:
+        if first.aggregation is None:
+            prepare_stateful(first, "streaming", 1)  # says why the inner query cannot run
+        # The first stage's late and rejected rows go where the query sends its own (LATE ROWS INTO).
+        first = dataclasses.replace(first, late_into=plan.late_into)
+    return first, later

@@ -34,7 +34,7 @@ class SparkRunner:
         from pyspark.errors import AnalysisException, ParseException
 
         try:
-            with _quiet_spark_error_log():
+            with quiet_spark_error_log():
                 return self.spark.sql(sql)
         except (AnalysisException, ParseException) as err:
             raise spark_error(err, original) from None
@@ -115,7 +115,7 @@ def spark_error(err: Exception, query: str) -> SqlwinError:
 
 
 @contextlib.contextmanager
-def _quiet_spark_error_log():
+def quiet_spark_error_log():
     """PySpark logs every analysis error with its JVM stack; sqlwin reports it itself, briefly.
 
     The logger is PySpark's own (a PySparkLogger, whose calls take keyword context such as

@@ -30,7 +30,6 @@ the sources read from directories and their malformed rows (stream_sources.py).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import typing as t
@@ -62,7 +61,7 @@ from sqlwin.spark.stream_sources import SOURCE_VIEW, read_directory, with_malfor
 from sqlwin.sql.around import stage_numbers
 from sqlwin.sql.explain import interval_text
 from sqlwin.sql.joins import describe_join
-from sqlwin.spark.propagation import chain_clock, chain_stages, later_timers, outer_query
+from sqlwin.spark.propagation import chain_clock, chain_stages, later_timers, outer_query, unrolled
 from sqlwin.sql.text import quote_identifier
 
 if t.TYPE_CHECKING:
@@ -135,7 +134,7 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     if plan.around is not None:  # SQL around the window functions: per micro-batch over the stage's results
         around = plan.around
         plan, *beside = around_stages(plan, "streaming", views.values())
-    first, later = _unrolled(plan, plan_of)
+    first, later = unrolled(plan, plan_of)
     # A query a stream refuses is refused before anything is written into the checkpoint.
     probe = prepare_stateful(first, "streaming", 1)
     probe_schema = runner.sql(probe.input_sql(arrival=False), query_text).schema
@@ -144,7 +143,7 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     stream_clock = chain_clock(stage_clock(probe.relation.options, probe.config.timers), later, query_text)
     clocks = [stream_clock]
     for index, one in enumerate(beside, start=1):  # so is a stage side by side (a chain: its first stage)
-        one_first, one_later = _unrolled(one, plan_of)
+        one_first, one_later = unrolled(one, plan_of)
         beside_probe = prepare_stateful(one_first, "streaming", 1)
         check_input_types(beside_probe, runner.sql(beside_probe.input_sql(arrival=False), query_text).schema)
         clocks.append(chain_clock(stage_clock(beside_probe.relation.options, beside_probe.config.timers),
@@ -217,24 +216,6 @@ def _start_stream(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], 
     return handle
 
 
-def _unrolled(plan: QueryPlan, plan_of: t.Callable[[str], QueryPlan]) -> tuple[QueryPlan, list[QueryPlan]]:
-    """AP-11, window propagation: each inner windowed aggregation is an earlier stateful stage of the
-    same stream, whose results, as a view, are the next stage's input. (the first stage's plan, the
-    plans whose outer window function reads the stage before, first to last: the statement itself last);
-    (plan, []) for a stage that is no chain."""
-    later: list[QueryPlan] = []
-    first = plan
-    while first.propagation is not None:
-        later.insert(0, first)
-        first = plan_of(first.propagation.inner_sql)
-    if later:
-        if first.aggregation is None:
-            prepare_stateful(first, "streaming", 1)  # says why the inner query cannot run
-        # The first stage's late and rejected rows go where the query sends its own (LATE ROWS INTO).
-        first = dataclasses.replace(first, late_into=plan.late_into)
-    return first, later
-
-
 def _later_stages(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], query_text: str,
                   stateful: StatefulQuery, output: "DataFrame", schema, later: list[QueryPlan], control: "DataFrame",
                   settings: dict, state_layout: dict):
@@ -269,7 +250,7 @@ def _branches(runner: "SparkRunner", plan_of: t.Callable[[str], QueryPlan], quer
     branches = [first]
     tagged = output.withColumn(STAGE_COLUMN, F.lit(1))
     for index, plan in enumerate(beside, start=2):
-        plan, later = _unrolled(plan, plan_of)
+        plan, later = unrolled(plan, plan_of)
         query = prepare_stateful(plan, "streaming", settings["buckets"], settings["bucket_ids"],
                                  spread=settings["spread"], partial=settings["partial"] and not later)
         records, branch_schema, _ = _window_operator(runner, query, query_text, control, **state_layout)
