@@ -77,6 +77,10 @@ AROUND = {
     "stage_cube": "SELECT window_start, window_end, k, v % 2 AS parity, count(*) AS n, sum(v) AS s, avg(v) AS a, "
                   "max(v) AS mx, min(v) FILTER (WHERE v > 5) AS mn, grouping_id() AS gid FROM {function} "
                   "GROUP BY window_start, window_end, CUBE (k, v % 2)",
+    # the same with the window columns inside every grouping set (the grouping GROUP BY window_start,
+    # window_end, GROUPING SETS ((k), ()) gives)
+    "stage_sets_inside": "SELECT window_start, window_end, k, count(*) AS n, sum(v) AS s FROM {function} "
+                         "GROUP BY GROUPING SETS ((k, window_start, window_end), (window_start, window_end))",
     # a window function's rows (no GROUP BY): as they arrive, filtered; a Top-N and a deduplication
     # of each window's rows (Flink's window Top-N after a window TVF, window deduplication)
     "tvf_rows": "SELECT k, ts, v * 2 AS v2, window_start, window_end FROM {function} WHERE v > 3",
@@ -115,13 +119,13 @@ def query(shape: str, window: str, arrival: bool, having: bool = False, where: b
         .replace("{function}", window_function(window, arrival))
 
 
-def cases(seed: int = 23, count: int = 16):
+def cases(seed: int = 23, count: int | None = None):
     """Every shape once, each with a random window kind, HAVING and WHERE in the stage."""
     rng = random.Random(seed)
     shapes = list(AROUND)
     rng.shuffle(shapes)
     kinds = lambda shape: ["tumble", "hop", "cumulate"] + (  # noqa: E731
-        [] if shape.startswith("tvf") or shape in ("spark_aggregates", "flink_q7", "join_then_aggregate")
+        [] if shape.startswith("tvf") or shape in ("flink_q7", "join_then_aggregate")
         else ["session"])
     return [(shape, rng.choice(kinds(shape)), rng.random() < 0.4, rng.random() < 0.3) for shape in shapes[:count]]
 
@@ -610,3 +614,29 @@ def test_a_wall_clock_stage_beside_an_event_time_one_in_a_stream(sw, spark, tmp_
     # by hand: the 5-minute windows of BIDS, the row at 00:02 late ([00:00, 00:05) closed by 00:08)
     assert short == [(at(a), at(b), c) for a, b, c in ((0, 5, 2), (5, 10, 2), (10, 15, 1), (15, 20, 1), (25, 30, 1))]
     assert sum(r[n] for r in fed.rows if r[span] == "long") == len(BIDS)
+
+
+@pytest.mark.parametrize("select,group", [
+    ("percentile_approx(v, 0.5) AS med, count(*) AS n", "k, window_start, window_end"),
+    ("v % 2 AS parity, count(*) AS n, sum(v) AS s", "k, window_start, window_end, ROLLUP (v % 2)"),
+    ("v % 2 AS parity, count(*) AS n", "window_start, window_end, CUBE (k, v % 2)"),
+])
+def test_a_sessions_aggregation_over_its_rows_forms_the_sessions_complete_input_forms(sw, tables, select, group):
+    """An aggregation run over a SESSION's rows (an aggregate Spark computes, GROUPING SETS no finest
+    grouping gives) forms the sessions per GROUP BY key outside the sets, as complete input does: the
+    replay gave 5 rows where complete input gives 20 (sessions of every key together)."""
+    tables["on_time"].createOrReplaceTempView("ev")
+    text = f"SELECT k, window_start, window_end, {select} FROM {{f}} GROUP BY {group}"
+    complete = rows(sw.sql(text.replace("{f}", window_function("session", False))))
+    replay = rows(sw.sql(text.replace("{f}", window_function("session", True))))
+    assert len(complete) > 8 and replay == complete
+
+
+def test_a_sessions_rows_per_every_key_with_a_clock_per_partition_key_are_refused(sw, tables):
+    tables["on_time"].createOrReplaceTempView("ev")
+    text = ("SELECT k, window_start, window_end, percentile_approx(v, 0.5) AS med FROM SESSION(TABLE ev PARTITION BY "
+            "v % 3 WATERMARK ts DELAY OF INTERVAL 2 MINUTES WITH (arrival_order = off, arrival_batch = batch), "
+            "DESCRIPTOR(ts), INTERVAL 4 MINUTES) GROUP BY v % 3, k, window_start, window_end")
+    with pytest.raises(SqlwinUnsupportedError) as refused:
+        sw.sql(text)
+    assert "watermark_scope = 'stream'" in str(refused.value) and "line 1, column" in str(refused.value)

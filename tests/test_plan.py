@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from sqlwin.errors import SqlwinSyntaxError, SqlwinValidationError
@@ -188,3 +190,33 @@ def test_late_rows_into_the_table_the_window_reads_is_refused():
     assert "would replace the table TUMBLE reads" in err.value.message
     assert err.value.position.column == query.index("LATE ROWS") + 1
     assert plan(query.replace("INTO T", "INTO late_t")).late_into == "late_t"
+
+
+GROUPED = ("SELECT window_start, window_end, k, count(*) AS n FROM TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL 10 MINUTES) "
+           "GROUP BY {}")
+
+
+def test_grouping_sets_that_each_hold_the_window_columns_are_a_windowed_aggregation():
+    """Each set with window_start and window_end groups as GROUP BY window_start, window_end, GROUPING SETS
+    (the sets without them): read in that form, so a replay and a stream run it (it was refused, with a
+    message about a window that never closes)."""
+    plan = build_plan(GROUPED.format("GROUPING SETS ((k, window_start, window_end), (window_start, window_end))"),
+                      lambda name: {"k": "string", "ts": "timestamp"})
+    assert plan.aggregation is not None and plan.around is not None
+    assert plan.ast.args["group"].sql() == "GROUP BY window_start, window_end, GROUPING SETS ((k), ())"
+
+
+@pytest.mark.parametrize("grouping", ["ROLLUP (window_start, window_end, k)", "k",
+                                      "GROUPING SETS ((k, window_start), (window_start, window_end))"])
+def test_a_grouping_without_the_window_is_refused_in_a_stream_with_the_reason(grouping):
+    from sqlwin.errors import SqlwinUnsupportedError
+    from sqlwin.spark.stateful import prepare_stateful
+
+    plan = build_plan(GROUPED.format(grouping), lambda name: {"k": "string", "ts": "timestamp"})
+    with pytest.raises(SqlwinUnsupportedError) as refused:
+        prepare_stateful(plan, "streaming", 1)
+    message = str(refused.value)
+    assert "each grouping of GROUP BY holds window_start and window_end" in message
+    assert "one window never closes" not in message
+    column = int(re.search(r"line 1, column (\d+)", message).group(1))  # inside the GROUP BY
+    assert column > GROUPED.index("{}")

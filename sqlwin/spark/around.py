@@ -17,7 +17,9 @@ import uuid
 from sqlglot import exp
 
 from sqlwin.errors import SqlwinUnsupportedError
+from sqlwin.sql.aggregation import window_keys
 from sqlwin.sql.around import Around
+from sqlwin.sql.ast_nodes import TableArg, WindowOption, WindowOptions
 from sqlwin.sql.dialect import SqlwinDialect, WindowTVF
 from sqlwin.sql.plan import QueryPlan
 from sqlwin.spark.stateful import RESULT_ORDER, SYSTEM_COLUMNS, runtime_computes  # results carry the first two
@@ -210,18 +212,50 @@ def rows_for_aggregates(plan: QueryPlan, planner: t.Callable[[str], QueryPlan]) 
     approx_count_distinct, collect_set, string_agg ...), over TUMBLE, HOP, CUMULATE, SESSION,
     COUNT_WINDOW or SLIDE: the window's rows are the stage (kept until the window closes) and Spark
     aggregates them per window, in the micro-batch that closes it -- the same statement, its window
-    function read as rows. Any other plan is returned as it is."""
+    function read as rows. So are GROUPING SETS / ROLLUP / CUBE that no finest grouping gives
+    (sql/grouping.py): over SESSION, COUNT_WINDOW or SLIDE, whose windows the keys outside the sets
+    form, and with an aggregate that has no partial form. Any other plan is returned as it is."""
     agg = plan.aggregation
-    if (agg is None or agg.grouping_analytics is not None or plan.join is not None or plan.propagation is not None
+    if (agg is None or plan.join is not None or plan.propagation is not None
             or plan.around is not None
             or not agg.relation.windower.closes
-            or runtime_computes(plan)):
+            or (runtime_computes(plan) and agg.grouping_analytics is None)):
         return plan
     ast = plan.ast.copy()
     node = next(n for n in ast.find_all(WindowTVF))
     alias = agg.relation.alias or "__rows"
     tvf = node.copy()
     tvf.set("alias", None)
+    _form_per_group_keys(plan, tvf)
     node.replace(exp.Subquery(this=exp.select("*").from_(tvf), alias=exp.TableAlias(this=exp.to_identifier(alias))))
     rewritten = planner(ast.sql(dialect=SqlwinDialect))
     return rewritten if rewritten.around is not None else plan
+
+
+def _form_per_group_keys(plan: QueryPlan, tvf: exp.Expr) -> None:
+    """A SESSION's, COUNT_WINDOW's or SLIDE's windows under a windowed aggregation form per GROUP BY key
+    too (sql/aggregation.window_keys), which a window function's rows form per PARTITION BY only: the
+    keys beside PARTITION BY are added to it (`tvf`, rewritten), the clock kept one for the stream. A
+    clock per PARTITION BY key would become one per every key: refused."""
+    rel = plan.aggregation.relation
+    formed = window_keys(rel, plan.aggregation.group_keys)
+    extra = formed[len(rel.partition_by):]
+    if not extra:
+        return
+    if rel.partition_by and rel.watermark.scope != "stream":
+        raise SqlwinUnsupportedError(
+            f"{rel.function} forms its windows per GROUP BY key too ({', '.join(extra)}), and this query's "
+            "aggregation runs over the window function's rows, kept until each window closes (an aggregate Spark "
+            "computes over a window's rows, or GROUPING SETS, ROLLUP or CUBE that no finest grouping gives): "
+            "those rows' windows, formed per every key, would each keep a clock of their own, where the "
+            "aggregation's clock is per PARTITION BY key", rel.position,
+            f"WITH (watermark_scope = 'stream'), or every GROUP BY key in PARTITION BY "
+            f"(PARTITION BY {', '.join(formed)}); or the query over a finished table", query=plan.sql)
+    table_arg = tvf.find(TableArg)
+    table_arg.set("partition_by", [*(table_arg.args.get("partition_by") or []),
+                                   *(exp.maybe_parse(key, dialect="spark") for key in extra)])
+    if not rel.partition_by and "watermark_scope" not in rel.options:
+        options = table_arg.args.get("options")
+        items = list(options.expressions) if options is not None else []
+        items.append(WindowOption(this=exp.to_identifier("watermark_scope"), expression=exp.Literal.string("stream")))
+        table_arg.set("options", WindowOptions(expressions=items))

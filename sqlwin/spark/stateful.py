@@ -222,6 +222,16 @@ def _require_aggregation(plan: QueryPlan, mode: str) -> WindowAggregation:
     agg = plan.aggregation
     if plan.join_refusal is not None:
         raise plan.join_refusal.with_query(plan.sql)
+    group = plan.ast.args.get("group") if isinstance(plan.ast, exp.Select) else None
+    if agg is None and len(plan.windows) == 1 and plan.join is None and group is not None:
+        # a GROUP BY over the window function that does not group by its window in every grouping
+        raise SqlwinUnsupportedError(
+            f"The {mode} mode aggregates a window function's rows per window: each grouping of GROUP BY holds "
+            "window_start and window_end (a grouping without them spans windows, which a stream never closes)",
+            node_position(group.expressions[0] if group.expressions else group),
+            "GROUP BY keys, window_start, window_end; GROUP BY window_start, window_end, GROUPING SETS ((k), ()) "
+            "(or ROLLUP / CUBE beside them); grouping sets that each hold window_start and window_end",
+            query=plan.sql)
     if agg is None and len(plan.windows) == 1 and plan.join is None:
         # every other kind's rows run as SQL around a stage (sql/around.py), given when (or as) their
         # windows close; the global window never closes

@@ -104,6 +104,8 @@ def recognise_aggregation(ast: exp.Expr, windows: list[WindowRelation],
     if group is None:
         return None
     names = [e.name.lower() if isinstance(e, exp.Column) else None for e in group.expressions]
+    if ("window_start" not in names or "window_end" not in names) and _hoist_window_columns(group):
+        names = [e.name.lower() if isinstance(e, exp.Column) else None for e in group.expressions]
     if "window_start" not in names or "window_end" not in names:
         return None
     analytics = grouping_analytics(group)
@@ -113,6 +115,30 @@ def recognise_aggregation(ast: exp.Expr, windows: list[WindowRelation],
 
 
 GROUPING_ANALYTICS = (exp.GroupingSets, exp.Rollup, exp.Cube)
+_WINDOW_BOUNDS = ("window_start", "window_end")
+
+
+def _hoist_window_columns(group: exp.Group) -> bool:
+    """GROUPING SETS each of whose sets holds window_start and window_end (Flink accepts that form)
+    group exactly as GROUP BY window_start, window_end, GROUPING SETS (the sets without them), the
+    form the rest of sqlwin reads: `group` rewritten to it (True), or left as it is (False)."""
+    if any(isinstance(e, (exp.Rollup, exp.Cube)) for e in group.expressions):
+        return False
+    found = [e for e in group.expressions if isinstance(e, exp.GroupingSets)]
+    if len(found) != 1 or not found[0].expressions:
+        return False
+    sets, bounds = [], None
+    for one in found[0].expressions:
+        items = list(one.expressions) if isinstance(one, exp.Tuple) else [one.this] if isinstance(one, exp.Paren) \
+            else [one]
+        names = [i.name.lower() if isinstance(i, exp.Column) else None for i in items]
+        if any(bound not in names for bound in _WINDOW_BOUNDS):
+            return False
+        bounds = bounds or [items[names.index(bound)] for bound in _WINDOW_BOUNDS]
+        sets.append(exp.Tuple(expressions=[i.copy() for i, n in zip(items, names) if n not in _WINDOW_BOUNDS]))
+    found[0].set("expressions", sets)
+    group.set("expressions", [*(b.copy() for b in bounds), *group.expressions])
+    return True
 
 
 def grouping_analytics(group: exp.Group | None) -> exp.Expr | None:

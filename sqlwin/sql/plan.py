@@ -245,7 +245,10 @@ def _finish(sql: str, ast: exp.Expr, windows: list[WindowRelation]) -> QueryPlan
     around = None
     if join is None and aggregation is None and propagation is None:
         around = recognise_around(ast, windows, node_position)
-    elif aggregation is not None and aggregation.grouping_analytics is not None and propagation is None:
+    elif aggregation is not None and aggregation.grouping_analytics is not None and propagation is None \
+            and not aggregation.relation.windower.data_dependent:
+        # (a session's, a count window's, a slide's windows are formed per GROUP BY key: the finest grouping
+        # would form its own; those run over the window function's rows, spark/around.rows_for_aggregates)
         around = grouping_around(ast, aggregation.relation.node, node_position)
         if around is not None and around.refusal is not None:
             around.refusal.with_query(sql)
