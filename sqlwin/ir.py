@@ -63,7 +63,7 @@ class WindowKind:
     # row positions when it has no time, and window_index numbers its windows.
     ordered: t.ClassVar[bool] = False
     time_optional: t.ClassVar[bool] = False  # DESCRIPTOR(ts) may be left out
-    positive: t.ClassVar[tuple[str, ...]] = ()  # the fields that must be positive integers
+    positive: t.ClassVar[tuple[str, ...]]  # the fields that must be positive integers
     # Whether which windows exist depends on the rows (SESSION, SLIDE, COUNT_WINDOW): such windows
     # are formed per key -- PARTITION BY, and under a windowed aggregation its GROUP BY keys too
     # (docs/semantics.md, "Which rows form a window"). Fixed windows are the same for every key.
@@ -79,9 +79,20 @@ class WindowKind:
     argument_fields: t.ClassVar[tuple[str, ...]]
 
     def __init_subclass__(cls, **kwargs) -> None:
+        """Defaults from the kind's other facts: its whole-number fields are durations, and its
+        arguments, each but an offset positive and required."""
         super().__init_subclass__(**kwargs)
+        if "durations" not in cls.__dict__:  # its whole-number fields, as microseconds
+            cls.durations = tuple(name for name, kind in cls.__dict__.get("__annotations__", {}).items()
+                                  if kind in ("int", int))
         if "argument_fields" not in cls.__dict__:
             cls.argument_fields = cls.durations
+        if "positive" not in cls.__dict__:
+            cls.positive = tuple(field for field in cls.durations if field != "offset")
+        if "sql_required" not in cls.__dict__:
+            cls.sql_required = sum(parameter != "OFFSET" for parameter in cls.sql_parameters)
+        if "sql_usage" not in cls.__dict__:
+            cls.sql_usage = _usage(cls)
 
     @property
     def pane(self) -> tuple[int, int] | None:
@@ -109,6 +120,18 @@ class WindowKind:
         raise NotImplementedError
 
 
+def _usage(kind: type[WindowKind]) -> str:
+    """How a kind's call is written, for errors: `TUMBLE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), size [, offset])`."""
+    required, optional = kind.argument_fields[:kind.sql_required], kind.argument_fields[kind.sql_required:]
+    arguments = ", ".join(required) + "".join(f" [, {name}]" for name in optional)
+    table = "TABLE t [PARTITION BY k]" + (" ORDER BY col" if kind.ordered else "")
+    if not kind.time_optional:
+        return f"{kind.sql_name}({table}, DESCRIPTOR(ts), {arguments})"
+    if arguments:
+        return f"{kind.sql_name}({table}, [DESCRIPTOR(ts),] {arguments})"
+    return f"{kind.sql_name}({table} [, DESCRIPTOR(ts)])"
+
+
 def _offset_text(micros: int, interval: t.Callable[[int], str]) -> str:
     return f", offset {interval(micros)}" if micros else ""
 
@@ -125,10 +148,6 @@ class Tumble(WindowKind):
     offset: int = 0
     sql_name = "TUMBLE"
     sql_parameters = ("SIZE", "OFFSET")
-    sql_required = 1
-    sql_usage = "TUMBLE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), size [, offset])"
-    positive = ("size",)
-    durations = ("size", "offset")
     data_dependent = False
     aligned = True
 
@@ -159,10 +178,6 @@ class Hop(WindowKind):
     offset: int = 0
     sql_name = "HOP"
     sql_parameters = ("SLIDE", "SIZE", "OFFSET")
-    sql_required = 2
-    sql_usage = "HOP(TABLE t [PARTITION BY k], DESCRIPTOR(ts), slide, size [, offset])"
-    positive = ("size", "slide")
-    durations = ("size", "slide", "offset")
     argument_fields = ("slide", "size", "offset")
     data_dependent = False
     aligned = True
@@ -192,10 +207,6 @@ class Cumulate(WindowKind):
     offset: int = 0
     sql_name = "CUMULATE"
     sql_parameters = ("STEP", "SIZE", "OFFSET")
-    sql_required = 2
-    sql_usage = "CUMULATE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), step, max_size [, offset])"
-    positive = ("step", "max_size")
-    durations = ("step", "max_size", "offset")
     data_dependent = False
     aligned = True
 
@@ -227,11 +238,7 @@ class Session(WindowKind):
     gap: int
     sql_name = "SESSION"
     sql_parameters = ("GAP",)
-    sql_required = 1
-    sql_usage = "SESSION(TABLE t PARTITION BY k, DESCRIPTOR(ts), gap)"
-    positive = ("gap",)
     trailing_gap = True
-    durations = ("gap",)
     data_dependent = True
 
     def describe(self, interval: t.Callable[[int], str]) -> str:
@@ -245,10 +252,6 @@ class Slide(WindowKind):
     size: int
     sql_name = "SLIDE"
     sql_parameters = ("SIZE",)
-    sql_required = 1
-    sql_usage = "SLIDE(TABLE t [PARTITION BY k], DESCRIPTOR(ts), size)"
-    positive = ("size",)
-    durations = ("size",)
     data_dependent = True
     inclusive_end = True
 
@@ -272,10 +275,9 @@ class CountWindow(WindowKind):
     sql_name = "COUNT_WINDOW"
     sql_parameters = ("SIZE", "SLIDE")
     sql_required = 1
-    sql_usage = (
-        "COUNT_WINDOW(TABLE t [PARTITION BY k] ORDER BY col, [DESCRIPTOR(ts),] size [, slide])")
     ordered = True
     time_optional = True
+    durations = ()  # its sizes count rows
     positive = ("size", "slide")
     argument_fields = ("size", "slide")
     data_dependent = True
@@ -298,8 +300,6 @@ class GlobalWindow(WindowKind):
     timed: bool = False
     sql_name = "GLOBAL_WINDOW"
     sql_parameters = ()
-    sql_required = 0
-    sql_usage = "GLOBAL_WINDOW(TABLE t [PARTITION BY k] [, DESCRIPTOR(ts)])"
     time_optional = True
     data_dependent = False
     inclusive_end = True

@@ -119,10 +119,6 @@ def stage_results(spark: "SparkSession", stateful: StatefulQuery, records: "Data
     return formatted(spark, sql, {name: records}).drop("__batch", "__seq")
 
 
-def _source_name(reference: str) -> str:
-    return reference[1:-1].replace("``", "`") if reference.startswith("`") else reference
-
-
 def prepare_stream(spark: "SparkSession", plan: QueryPlan, plan_of: t.Callable[[str, dict], QueryPlan],
                    sources: dict[str, tuple["DataFrame", t.Any]], buckets: int) -> StreamingFlow:
     """A streaming table's flow for `plan` (planned over the SOURCE names with the declared schemas).
