@@ -86,7 +86,7 @@ def _plan(spark: "SparkSession", query: str, schemas: Schemas | None, streaming:
         if isinstance(schema, dict):
             return schema
         if schema is not None:
-            return {f.name: f.dataType.simpleString() for f in schema.fields}
+            return _columns(schema)
         if reference.startswith("(") or reference.strip("`").lower() in derived:
             return None  # a subquery or a CTE over the sources: Spark analyses its rows at definition time
         if streaming:
@@ -105,6 +105,11 @@ def _plan(spark: "SparkSession", query: str, schemas: Schemas | None, streaming:
     if not plan.plain_spark:
         _name_items(spark, planned, analyse)
     return planned
+
+
+def _columns(schema) -> dict[str, str]:
+    """{column: Spark's simple type name} of a StructType, as a plan reads a table's columns."""
+    return {f.name: f.dataType.simpleString() for f in schema.fields}
 
 
 def _derived_names(query: str) -> set[str]:
@@ -265,8 +270,8 @@ def streaming_table(spark: "SparkSession", name: str, query: str, sources: t.Map
     def plan_of(text: str, views: dict) -> QueryPlan:  # a chain's stage, over SOURCE names and stages' results
         def schema_of(reference: str):
             schema = views.get(reference.strip("`")) or planned.schemas.get(reference.strip("`"))
-            return None if schema is None else {f.name: f.dataType.simpleString() for f in schema.fields}
-        return build_plan(text, schema_of, time_zone, tables={name: source for source, name in planned.sources.items()})
+            return None if schema is None else _columns(schema)
+        return build_plan(text, schema_of, time_zone)
 
     flow = prepare_stream(spark, planned.plan, plan_of,
                           {source: (by_name[planned.sources[source].lower()], schema)

@@ -19,7 +19,7 @@ from sqlglot import exp
 from sqlwin.errors import SqlwinUnsupportedError
 from sqlwin.sql.aggregation import window_keys
 from sqlwin.sql.around import Around
-from sqlwin.sql.ast_nodes import TableArg, WindowOption, WindowOptions
+from sqlwin.sql.ast_nodes import TableArg
 from sqlwin.sql.dialect import SqlwinDialect, WindowTVF
 from sqlwin.sql.plan import QueryPlan
 from sqlwin.spark.stateful import RESULT_ORDER, SYSTEM_COLUMNS, runtime_computes  # results carry the first two
@@ -254,8 +254,5 @@ def _form_per_group_keys(plan: QueryPlan, tvf: exp.Expr) -> None:
     table_arg = tvf.find(TableArg)
     table_arg.set("partition_by", [*(table_arg.args.get("partition_by") or []),
                                    *(exp.maybe_parse(key, dialect="spark") for key in extra)])
-    if not rel.partition_by and "watermark_scope" not in rel.options:
-        options = table_arg.args.get("options")
-        items = list(options.expressions) if options is not None else []
-        items.append(WindowOption(this=exp.to_identifier("watermark_scope"), expression=exp.Literal.string("stream")))
-        table_arg.set("options", WindowOptions(expressions=items))
+    if not rel.partition_by:  # no key had a clock of its own
+        table_arg.set_options({"watermark_scope": exp.Literal.string("stream")})

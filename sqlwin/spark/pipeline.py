@@ -137,15 +137,13 @@ def prepare_stream(spark: "SparkSession", plan: QueryPlan, plan_of: t.Callable[[
     plan = rows_for_aggregates(plan, lambda text: plan_of(text, {}))
     _refuse(plan)
     first, later = unrolled(plan, lambda text: plan_of(text, {}))
-    stand_ins = {name: spark.createDataFrame([], schema) for name, (_, schema) in sources.items()}
-    probe = prepare_stateful(first, "streaming", 1)
-    check_input_types(probe, _analysed(spark, probe.input_sql(arrival=False), stand_ins, plan.sql))
-    chain_clock(stage_clock(probe.relation.options, probe.config.timers), later, plan.sql)
     # A fixed layout of buckets, whatever the session's shuffle partitions: the flow's checkpoint (kept
     # by the pipeline, where sqlwin cannot note its layout as sw.stream does in sqlwin.json) holds
     # each bucket's state under its id, so the ids must be those of the run that wrote it.
     ids = tuple(range(buckets))
     stateful = prepare_stateful(first, "streaming", buckets, ids, spread=True, partial=False)
+    chain_clock(stage_clock(stateful.relation.options, stateful.config.timers), later, plan.sql)
+    stand_ins = {name: spark.createDataFrame([], schema) for name, (_, schema) in sources.items()}
     stages, views = [], {}
     for number, stage_plan in enumerate([None, *later]):
         if stage_plan is not None:  # a chain's later stage, over the stage before's results

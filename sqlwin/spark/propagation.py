@@ -15,7 +15,7 @@ from sqlglot import exp
 from sqlwin.errors import SqlwinUnsupportedError
 from sqlwin.spark.operator import follows_processing_time, joint_clock, stage_clock
 from sqlwin.spark.stateful import prepare_stateful
-from sqlwin.sql.ast_nodes import TableArg, WindowOption, WindowOptions, WindowTVF
+from sqlwin.sql.ast_nodes import TableArg, WindowTVF
 from sqlwin.sql.dialect import SqlwinDialect
 
 if t.TYPE_CHECKING:
@@ -41,11 +41,8 @@ def outer_query(plan: "QueryPlan", source: str, options: dict[str, str]) -> str:
     if plan.propagation.inherit:
         options = {**options, "watermark_strategy": "upstream"}
     if options:
-        given = table_arg.args.get("options")
-        items = list(given.expressions) if given is not None else []
-        items += [WindowOption(this=exp.to_identifier(k), expression=exp.Literal.string(v) if k == "watermark_strategy"
-                               else exp.column(v)) for k, v in options.items()]
-        table_arg.set("options", WindowOptions(expressions=items))
+        table_arg.set_options({k: exp.Literal.string(v) if k == "watermark_strategy" else exp.column(v)
+                               for k, v in options.items()})
     with_ = ast.args.get("with_")
     if with_ is not None:  # the inner query's CTEs are in `source` (every window function but the outer's)
         inner = (plan.propagation.cte or "").lower()

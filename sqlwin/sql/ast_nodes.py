@@ -40,6 +40,14 @@ class TableArg(exp.Expression):
         "order": False,
     }
 
+    def set_options(self, options: dict[str, exp.Expr]) -> None:
+        """Its WITH (...) options with `options` set: added, or in place of a given option of that name."""
+        given = self.args.get("options")
+        kept = [o for o in (given.expressions if given is not None else [])
+                if o.this.name.lower() not in {name.lower() for name in options}]
+        added = [WindowOption(this=exp.to_identifier(name), expression=value) for name, value in options.items()]
+        self.set("options", WindowOptions(expressions=[*kept, *added]))
+
 
 class Descriptor(exp.Expression):
     """`DESCRIPTOR(ts)`: names the time column (or `PROCTIME()` for processing time)."""
