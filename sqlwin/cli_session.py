@@ -59,10 +59,19 @@ def _defaults_conf() -> bool:
 
 
 def attach_session(args: argparse.Namespace, options: dict[str, t.Any] | None = None, app_name: str = "sqlwin"):
-    """Start Spark as the command line asks (the JVM's output on stderr) and attach sqlwin to it."""
+    """Start Spark as the command line asks (the JVM's output on stderr) and attach sqlwin to it.
+
+    The command reports every error itself, in one message (the stacks with --debug): PySpark's JSON
+    dump of an error, with its JVM stack, stays off for the process -- also for an error that comes
+    while Spark runs the query (a collect, a write), after sqlwin's own checks."""
     import sqlwin
+    from sqlwin.spark.runner import spark_error_logger
 
     options = session_options(args) if options is None else options
-    return sqlwin.attach(sqlwin.session(app_name=app_name, **options))  # the JVM's output on stderr
+    sw = sqlwin.attach(sqlwin.session(app_name=app_name, **options))  # the JVM's output on stderr
+    logger = spark_error_logger()
+    if logger is not None:
+        logger.disabled = True
+    return sw
 
 

@@ -114,9 +114,9 @@ def spark_error(err: Exception, query: str) -> SqlwinError:
     return error
 
 
-@contextlib.contextmanager
-def quiet_spark_error_log():
-    """PySpark logs every analysis error with its JVM stack; sqlwin reports it itself, briefly.
+def spark_error_logger():
+    """PySpark's logger of every error that carries a query context, which it logs as JSON with the
+    JVM stack before raising it; None for a PySpark without one.
 
     The logger is PySpark's own (a PySparkLogger, whose calls take keyword context such as
     errorClass=): created here with plain logging.getLogger, before PySpark creates it, it
@@ -125,9 +125,17 @@ def quiet_spark_error_log():
     try:
         from pyspark.logger import PySparkLogger
     except ImportError:  # a PySpark without structured logging: nothing of ours to quiet
+        return None
+    return PySparkLogger.getLogger("SQLQueryContextLogger")
+
+
+@contextlib.contextmanager
+def quiet_spark_error_log():
+    """PySpark logs every analysis error with its JVM stack; sqlwin reports it itself, briefly."""
+    logger = spark_error_logger()
+    if logger is None:
         yield
         return
-    logger = PySparkLogger.getLogger("SQLQueryContextLogger")
     previous = logger.disabled
     logger.disabled = True
     try:
