@@ -42,7 +42,8 @@ def session(app_name: str = "sqlwin", master: str | None = None, remote: str | N
     UTC session time zone (window arithmetic is on epoch microseconds), few shuffle
     partitions (local data is small), the UI off, the RocksDB state store (needed by the
     streaming operator) with changelog checkpointing, and PYSPARK_PYTHON pointing at this interpreter so Python
-    workers start with the same packages.
+    workers start with the same packages (on a local master, through a launcher that lets them import
+    PySpark from this install instead of compiling it from Spark's pyspark.zip: sqlwin/worker_python.py).
 
     `master`: where Spark runs (`local[2]`, `spark://host:7077`, ...); without it $SQLWIN_MASTER,
     else local[2]. `remote`: a Spark Connect server (`sc://host:port`); without it (and without
@@ -64,7 +65,9 @@ def session(app_name: str = "sqlwin", master: str | None = None, remote: str | N
 
 
 def _classic_session(app_name: str, master: str, shuffle_partitions: int, conf: dict[str, str] | None):
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from sqlwin.worker_python import worker_python
+
+    os.environ.setdefault("PYSPARK_PYTHON", worker_python(master) or sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     python = os.environ["PYSPARK_PYTHON"]
     if os.sep in python and not os.path.isabs(python):
