@@ -503,10 +503,10 @@ class Run:
         self.poll_s, self.timeout_s = poll_s, timeout_s
         self.processes: list[StreamProcess] = []
         self.kills: list[Kill] = []
-        self.env = {**os.environ, "PYSPARK_PYTHON": str(ROOT / ".venv" / "bin" / "python"),
-                    "PYSPARK_DRIVER_PYTHON": str(ROOT / ".venv" / "bin" / "python")}
-        self.env.pop("SQLWIN_REMOTE", None)
-        self.env.pop("SQLWIN_MASTER", None)
+        # Each `sqlwin stream` chooses its workers' Python as sqlwin.session() does for a user (this
+        # interpreter, through the launcher of sqlwin/worker_python.py on a local master).
+        self.env = {k: v for k, v in os.environ.items()
+                    if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SQLWIN_REMOTE", "SQLWIN_MASTER")}
 
     # -- feeding and processes --------------------------------------------------------
 
