@@ -75,19 +75,37 @@ def worker_python(master: str) -> str | None:
     if version is None or _installed("py4j") is None or zip_version(shipped) != version:
         return None
     text = launcher_text(sys.executable)
-    folder = Path(tempfile.gettempdir()) / f"sqlwin-{os.getuid()}"
-    path = folder / f"python-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
-    if not path.is_file():
-        folder.mkdir(mode=0o700, exist_ok=True)
-        temporary = folder / f".{path.name}.{os.getpid()}"
+    name = f"python-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+    for folder in _folders():
+        try:
+            path = _written(folder / name, text)
+        except OSError:  # a folder this user cannot write: the next one
+            continue
+        if _runs(path):
+            return str(path)
+    return None
+
+
+def _folders() -> list[Path]:
+    """Where the launcher may live, in order: the user's cache (which outlives a long stream: a
+    system's cleaning of old files in the temporary directory would leave Spark nothing to start its
+    next worker with), else the temporary directory."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return [Path(cache) / "sqlwin", Path(tempfile.gettempdir()) / f"sqlwin-{os.getuid()}"]
+
+
+def _written(path: Path, text: str) -> Path:
+    if not (path.is_file() and path.read_text() == text):
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}")
         temporary.write_text(text)
         temporary.chmod(0o755)
         os.replace(temporary, path)  # another process writing the same launcher writes the same text
-    return str(path) if _runs(path) else None
+    return path
 
 
 def _runs(path: Path) -> bool:
-    """Whether the launcher starts Python here (a temporary directory mounted noexec would not)."""
+    """Whether the launcher starts Python here (a folder on a file system mounted noexec would not)."""
     import subprocess
 
     try:

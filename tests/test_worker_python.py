@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -67,12 +68,25 @@ def test_a_zip_of_another_version_keeps_sparks_own_way(monkeypatch):
     assert worker_python.worker_python("local[2]") is None
 
 
+def test_the_launcher_lives_in_the_users_cache_else_the_temporary_directory(tmp_path, monkeypatch):
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = Path(worker_python.worker_python("local[2]"))
+    assert path.parent == tmp_path / "cache" / "sqlwin"
+    assert path.read_text() == launcher_text(sys.executable) and os.access(path, os.X_OK)
+    blocked = tmp_path / "a file"
+    blocked.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))  # no folder can be made under a file
+    fallback = Path(worker_python.worker_python("local[2]"))
+    assert fallback.parent.parent == Path(tempfile.gettempdir()) and fallback.name == path.name
+
+
 def test_the_sessions_python_workers_import_the_installed_pyspark(spark):
     """Through Spark: a Python UDF reports where its worker's PySpark comes from."""
     import pyspark
 
     python = os.environ.get("PYSPARK_PYTHON", "")
-    if Path(python).name.startswith("python-") and Path(python).parent.name.startswith("sqlwin-"):
+    if Path(python).is_file() and Path(python).read_bytes().startswith(b"#!/bin/sh\n# sqlwin"):
         expected = str(Path(pyspark.__file__).parent)  # the launcher: the install beside this interpreter
     else:
         pytest.skip(f"PYSPARK_PYTHON was chosen before the session started ({python}): Spark's own way")
