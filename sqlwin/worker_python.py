@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -53,12 +54,11 @@ def _installed(distribution: str) -> str | None:
 
 def launcher_text(python: str) -> str:
     """A POSIX shell script: PYTHONPATH without Spark's zips, then `python` with the same arguments."""
-    quoted = "'" + python.replace("'", "'\\''") + "'"
     return ("#!/bin/sh\n"
             "# sqlwin (sqlwin/worker_python.py): this Python, importing PySpark from its install, not pyspark.zip\n"
             f"PYTHONPATH=$(printf '%s\\n' \"$PYTHONPATH\" | tr ':' '\\n' | grep -v -E '{SHIPPED}' | paste -sd: -)\n"
             "export PYTHONPATH\n"
-            f"exec {quoted} \"$@\"\n")
+            f"exec {shlex.quote(python)} \"$@\"\n")
 
 
 def worker_python(master: str) -> str | None:
