@@ -4,8 +4,11 @@ A small stream's micro-batch mostly waits (its stages one after the other, a Pyt
 trips, the checkpoint's files): on this two-core machine two 12-batch streams at once took 10.0 s,
 one alone 7.1 s (three 12.5 s). So the first case of a test asks for every selected case's
 stream, `WORKERS` at a time beside the test in the foreground, and each case then takes its own
-(`Ahead.stream`) and checks it. (With two ahead, and the crash chains beside, the whole suite was
-CPU-bound: no faster, and the crash harness's kills landed late.) Only for streams that share nothing with the tests running meanwhile: each
+(`Ahead.stream`) and checks it. Two ahead: tests/test_around.py 219-225 s with one, 196 s with two,
+200 s with three (2026-12-08, one run each; CPU 324-344 s in all three). (Two ahead once made the
+crash harness's kills land late: that was while the crash chains ran in the background beside the
+suite; they run in their own module's turn now, with no stream ahead.) Only for streams that share
+nothing with the tests running meanwhile: each
 its own source DataFrame and directories, no temp view it reads that a test replaces, no session
 setting changed while they run (a replay's LATE ROWS INTO view stays in the foreground).
 
@@ -22,7 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
-WORKERS = 1  # beside the test in the foreground: two streams at a time (the suite is CPU-bound on two cores)
+WORKERS = 2  # beside the test in the foreground: three streams at a time
 
 
 class Ahead:
