@@ -10,8 +10,10 @@ import pytest
 
 import sqlwin
 
-pytest_plugins = ["tests.steps.tables", "tests.steps.queries", "tests.steps.streams", "tests.support.deploy",
-                  "tests.support.ahead", "tests.support.background"]
+# tests.support.ahead before the steps: tests.steps.streams imports it (a plugin imported before pytest
+# registers it is not assertion-rewritten, and pytest warns)
+pytest_plugins = ["tests.support.ahead", "tests.steps.tables", "tests.steps.queries", "tests.steps.streams",
+                  "tests.support.deploy", "tests.support.background"]
 
 
 @pytest.fixture(scope="session")

@@ -9,14 +9,20 @@ and ends its input after the last one, as a replay ends at the end of its table.
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+import parse
 import pytest
 from pyspark.sql import functions as F
 from pytest_bdd import given, parsers, then, when
+from pytest_bdd.scenario import scenario_wrapper_template_registry
 
 from sqlwin.errors import SqlwinError
 from sqlwin.spark.operator import END_BATCH
 from sqlwin.spark.replay import run_replay
 from sqlwin.testing import feed_stream
+from tests.support.ahead import WORKERS
 from tests.steps.queries import _expected_rows, _table, result_is
 from tests.steps.tables import create_table
 from tests.steps.values import normalise, same
@@ -39,19 +45,109 @@ def given_stream(spark, streams, name: str, datatable):
     streams[name] = "batch" if "batch" in names else None
 
 
-@when(parsers.parse("I run the query in {mode} mode:"))
-def run_in_mode(sw, spark, streams, outcome, tmp_path, mode: str, docstring: str):
+STREAM_STEP = 'the stream "{name}", arriving in this order:'
+TABLE_STEP = 'the table "{name}":'
+MODE_STEP = "I run the query in {mode} mode:"
+
+
+@when(parsers.parse(MODE_STEP))
+def run_in_mode(sw, spark, streams, outcome, tmp_path, scenario_streams, request, mode: str, docstring: str):
+    if mode != "replay":
+        ran = scenario_streams.take(request)
+        if ran is not None:  # run ahead, in a session of its own, from this scenario's own steps
+            outcome.update(ran)
+            return
+    _run_in_mode(sw, spark, streams, outcome, tmp_path, mode, docstring)
+
+
+def _run_in_mode(sw, spark, streams, outcome, tmp_path, mode: str, query: str) -> None:
     try:
         if mode == "replay":
-            _replay(sw, spark, outcome, docstring)
+            _replay(sw, spark, outcome, query)
         elif mode == "streaming":
-            _stream(sw, spark, streams, outcome, tmp_path, docstring)
+            _stream(sw, spark, streams, outcome, tmp_path, query)
         elif mode.startswith("streaming restarted after batch "):
-            _stream(sw, spark, streams, outcome, tmp_path, docstring, restart_after=int(mode.split()[-1]))
+            _stream(sw, spark, streams, outcome, tmp_path, query, restart_after=int(mode.split()[-1]))
         else:
             raise AssertionError(f"unknown mode {mode}: replay or streaming")
     except SqlwinError as err:
         outcome["error"] = err
+
+
+class ScenarioStreams:
+    """The streaming examples of the scenarios, run ahead of their turn, `WORKERS` at a time beside
+    the scenarios in the foreground (as tests/support/ahead.py runs test_around's streams).
+
+    A small stream mostly waits (tests/support/ahead.py), and the scenarios' 66 streaming examples
+    took 169 of test_features' 215 s one after the other (tests/test_features.py alone: 258 s in
+    their turn, 231 s one ahead, 207 s two ahead; 2026-12-08). Each runs in a SparkSession of its own
+    (`newSession()` each: the same Spark, its own temp views and settings), from its scenario's own steps:
+    its Given tables created there, then the same `_run_in_mode` the foreground would run; the When
+    step takes what it gave. Only scenarios whose steps before the When create tables and streams
+    (nothing else the foreground would set up) run ahead; the rest run in their turn.
+    """
+
+    def __init__(self, spark, tmp_path_factory: pytest.TempPathFactory):
+        self.spark = spark
+        self.tmp = tmp_path_factory
+        self.pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="sqlwin-scenario-ahead")
+        self.futures: dict[str, Future] = {}
+        self.started = False
+
+    def take(self, request: pytest.FixtureRequest) -> dict | None:
+        """This scenario's outcome, run ahead (None: it was not: the foreground runs it)."""
+        if not self.started:
+            self.started = True
+            for item in request.node.session.items:
+                job = _ahead_job(item) if item.module is request.node.module else None
+                if job is not None:
+                    workdir = self.tmp.mktemp(item.name[:40].replace("[", "-").replace("]", ""))
+                    self.futures[item.nodeid] = self.pool.submit(self._run, *job, workdir)
+        future = self.futures.pop(request.node.nodeid, None)
+        return None if future is None else future.result()
+
+    def _run(self, givens: list[tuple[str, str, list]], mode: str, query: str, workdir: Path) -> dict:
+        import sqlwin
+
+        spark = self.spark.newSession()
+        streams, outcome = {}, {}
+        for kind, name, datatable in givens:
+            if kind == "stream":
+                given_stream(spark, streams, name, datatable)
+            else:
+                create_table(spark, name, datatable)
+        _run_in_mode(sqlwin.attach(spark), spark, streams, outcome, workdir, mode, query)
+        return outcome
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _ahead_job(item) -> tuple[list, str, str] | None:
+    """(the Given tables and streams, the mode, the query) of a scenario example that streams and
+    whose steps before the When only create tables; else None."""
+    template = scenario_wrapper_template_registry.get(getattr(item, "obj", None))
+    example = getattr(getattr(item, "callspec", None), "params", {}).get("_pytest_bdd_example")
+    if template is None or example is None:
+        return None
+    givens = []
+    for step in template.render(example).steps:
+        found = parse.parse(MODE_STEP, step.name)
+        if found is not None and step.type == "when":
+            mode = found["mode"]
+            return (givens, mode, step.docstring) if mode.startswith("streaming") else None
+        stream, table = parse.parse(STREAM_STEP, step.name), parse.parse(TABLE_STEP, step.name)
+        if step.type != "given" or step.datatable is None or not (stream or table):
+            return None
+        givens.append(("stream" if stream else "table", (stream or table)["name"], step.datatable.raw()))
+    return None
+
+
+@pytest.fixture(scope="module")
+def scenario_streams(spark, tmp_path_factory):
+    runner = ScenarioStreams(spark, tmp_path_factory)
+    yield runner
+    runner.close()
 
 
 def _replay(sw, spark, outcome, query: str) -> None:
