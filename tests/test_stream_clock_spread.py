@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -132,8 +133,24 @@ def _replay(sw, spark, query: str, partitions: int) -> tuple[list, list]:
 LONG_ONLY = {"tumble changes", "idle"}
 
 
+def _feed(spark, spread_table, shape: str, workdir: str):
+    """The stream of `shape` (run ahead: tests/support/ahead.py) in a SparkSession of its own: the
+    test's replays set the shuffle partitions of the run's session meanwhile."""
+    import sqlwin
+
+    if shape in LONG_ONLY and not os.environ.get("SQLWIN_SPREAD_ALL"):
+        return None
+    query = QUERIES[shape]
+    tables = {n: spread_table[n] for n in ("spread", "spread_r") if f"TABLE {n} " in query or f"TABLE {n}," in query}
+    fed = feed_stream(sqlwin.attach(spark.newSession()), query, tables if len(tables) > 1 else tables["spread"],
+                      None if len(tables) > 1 else "spread", "batch", "arrival", late=True, buckets=BUCKETS[shape],
+                      workdir=workdir, restart_after=3 if shape in RESTART else None)
+    return fed, Path(workdir)
+
+
 @pytest.mark.parametrize("shape", QUERIES)
-def test_a_one_clock_stream_gives_one_answer_at_any_parallelism(sw, spark, spread_table, tmp_path, shape):
+def test_a_one_clock_stream_gives_one_answer_at_any_parallelism(sw, spark, spread_table, ahead, request, shape):
+    streamed = ahead.stream(request, lambda p, workdir: _feed(spark, spread_table, p["shape"], workdir))
     if shape in LONG_ONLY and not os.environ.get("SQLWIN_SPREAD_ALL"):
         pytest.skip("long run: SQLWIN_SPREAD_ALL=1")
     query = QUERIES[shape]
@@ -141,11 +158,7 @@ def test_a_one_clock_stream_gives_one_answer_at_any_parallelism(sw, spark, sprea
     assert expected and expected_late
     assert _replay(sw, spark, query, 8) == (expected, expected_late)  # a replay over 8 partitions
     buckets = BUCKETS[shape]
-    workdir = tmp_path / f"b{buckets}"
-    tables = {n: spread_table[n] for n in ("spread", "spread_r") if f"TABLE {n} " in query or f"TABLE {n}," in query}
-    fed = feed_stream(sw, query, tables if len(tables) > 1 else tables["spread"], None if len(tables) > 1 else "spread",
-                      "batch", "arrival", late=True, buckets=buckets, workdir=str(workdir),
-                      restart_after=3 if shape in RESTART else None)
+    fed, workdir = streamed.result()
     names = fed.schema.fieldNames()
     rows = sorted(_key(tuple(v for n, v in zip(names, r) if n != "emit_seq")) for r in fed.rows)
     assert rows == expected, buckets
