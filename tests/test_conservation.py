@@ -22,6 +22,7 @@ import datetime as dt
 import os
 import random
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -61,6 +62,51 @@ def _outputs(sw, spark, query: str, table, source, mode: str, tmp_path, late_nam
     status = fed.status
     return ([_as_dict(dict(zip(names, r))) for r in fed.rows],
             [_as_dict(dict(zip(late_names, r))) for r in fed.late_rows], status)
+
+
+def _both(sw, spark, streamed, query: str, source: str, mode: str, late_name: str):
+    """_outputs of a test that replays (here, over the table it registered) and streams (ahead: the
+    future `streamed`)."""
+    if mode == "stream":
+        return streamed.result()
+    return _outputs(sw, spark, query, None, source, mode, None, late_name)
+
+
+def _feeds(spark) -> dict:
+    """Every stream of this module by its test's name, run ahead (tests/support/ahead.py), each in a
+    SparkSession of its own (the tests meanwhile register tables of the same names in the run's)."""
+    def feed(query: str, tables: dict[str, list[tuple]], late_name: str):
+        def run(workdir: str):
+            import sqlwin
+
+            own = spark.newSession()
+            frames = {name: own.createDataFrame(rows, SCHEMA) for name, rows in tables.items()}
+            source = None if len(frames) > 1 else next(iter(frames))
+            return _outputs(sqlwin.attach(own), own, query, frames if source is None else frames[source], source,
+                            "stream", Path(workdir), late_name)
+        return run
+
+    feeds = {}
+    for shape, mode, seed in CASES:
+        if mode == "stream":
+            rows, query = _one_aggregation(shape, seed)
+            feeds[f"test_one_aggregation_accounts_for_every_row[{shape}-{mode}-{seed}]"] = \
+                feed(query, {"cons_ev": rows}, "cons_late")
+    for kind in JOINS:
+        if "stream" in _modes(kind):
+            left, right, query = _join(kind)
+            feeds[f"test_a_join_accounts_for_every_row_of_each_side[{kind}-stream]"] = \
+                feed(query, {"cons_l": left, "cons_r": right}, "cons_join_late")
+    feeds["test_a_vectorised_stream_counts_every_row"] = \
+        feed(VECTORISED, {"cons_vec": _stream(random.Random(5), 90)}, "cons_vec_late")
+    feeds["test_a_chain_accounts_for_every_row_at_each_stage"] = \
+        feed(CHAIN, {"cons_chain": _stream(random.Random(11), 80)}, "cons_chain_late")
+    feeds["test_a_chain_of_three_accounts_for_every_row_at_each_stage"] = \
+        feed(CHAIN_OF_THREE.format(arrival=ARRIVAL), {"cons_chain3": _stream(random.Random(12), 90)},
+             "cons_chain3_late")
+    feeds["test_two_stages_side_by_side_each_account_for_every_row"] = \
+        feed(SIDE_BY_SIDE, {"cons_two": _stream(random.Random(23), 80)}, "cons_two_late")
+    return feeds
 
 
 def _as_dict(row: dict) -> dict:
@@ -130,12 +176,19 @@ CASES = [(shape, mode, 100 + i * 17 + seed) for i, shape in enumerate(SINGLE) fo
          for seed in range(SEEDS)]
 
 
+def _one_aggregation(shape: str, seed: int) -> tuple[list[tuple], str]:
+    return _stream(random.Random(seed), 70), _single_query(shape, "cons_ev", "cons_late")
+
+
 @pytest.mark.parametrize("shape, mode, seed", CASES)
-def test_one_aggregation_accounts_for_every_row(sw, spark, tmp_path, shape, mode, seed):
-    rows = _stream(random.Random(seed), 70)
-    table = _table(spark, "cons_ev", rows)
-    query = _single_query(shape, "cons_ev", "cons_late")
-    results, late, status = _outputs(sw, spark, query, table, "cons_ev", mode, tmp_path, "cons_late")
+def test_one_aggregation_accounts_for_every_row(sw, spark, ahead, request, shape, mode, seed):
+    streamed = ahead.named(request, _feeds(spark))  # the first test starts every stream of the module
+    rows, query = _one_aggregation(shape, seed)
+    if mode == "stream":
+        results, late, status = streamed.result()
+    else:
+        _table(spark, "cons_ev", rows)
+        results, late, status = _outputs(sw, spark, query, None, "cons_ev", mode, None, "cons_late")
     assert results  # the stream windowed something
     discarding = "DISCARDING" in SINGLE[shape][2]
     _check_accounted(rows, _final_ids(results, discarding), late, exact=SINGLE[shape][3])
@@ -145,15 +198,18 @@ def test_one_aggregation_accounts_for_every_row(sw, spark, tmp_path, shape, mode
         assert status["late_rows"] == sum(1 for r in late if r["reason"] == "late")
 
 
-def test_a_vectorised_stream_counts_every_row(sw, spark, tmp_path):
+VECTORISED = ("SELECT k, window_start, window_end, count(*) AS n FROM TUMBLE(TABLE cons_vec PARTITION BY k "
+              f"WATERMARK ts DELAY OF INTERVAL 1 MINUTE {ARRIVAL}, DESCRIPTOR(ts), INTERVAL 5 MINUTES) "
+              "GROUP BY k, window_start, window_end LATE ROWS INTO cons_vec_late")
+
+
+def test_a_vectorised_stream_counts_every_row(sw, spark, ahead, request):
+    streamed = ahead.named(request, _feeds(spark))  # the first test starts every stream of the module
     # count(*) only: the vectorised runtime (segments). Sum of the windows' counts + late + rejected = rows.
-    rows = _stream(random.Random(5), 90)
-    table = _table(spark, "cons_vec", rows)
-    query = ("SELECT k, window_start, window_end, count(*) AS n FROM TUMBLE(TABLE cons_vec PARTITION BY k "
-             f"WATERMARK ts DELAY OF INTERVAL 1 MINUTE {ARRIVAL}, DESCRIPTOR(ts), INTERVAL 5 MINUTES) "
-             "GROUP BY k, window_start, window_end LATE ROWS INTO cons_vec_late")
+    rows, query = _stream(random.Random(5), 90), VECTORISED
+    _table(spark, "cons_vec", rows)
     for mode in ("replay", "stream"):
-        results, late, status = _outputs(sw, spark, query, table, "cons_vec", mode, tmp_path, "cons_vec_late")
+        results, late, status = _both(sw, spark, streamed, query, "cons_vec", mode, "cons_vec_late")
         assert sum(r["n"] for r in results) + len(late) == len(rows), mode
         assert Counter(r["id"] for r in late) == Counter(r[0] for r in rows if r[0] in {x["id"] for x in late})
         if status is not None:
@@ -163,22 +219,28 @@ def test_a_vectorised_stream_counts_every_row(sw, spark, tmp_path):
 JOINS = ["FULL", "LEFT", "RIGHT", "INNER"]
 
 
-@pytest.mark.parametrize("kind, mode", [(kind, mode) for kind in JOINS for mode in _modes(kind)])
-def test_a_join_accounts_for_every_row_of_each_side(sw, spark, tmp_path, kind, mode):
+def _join(kind: str) -> tuple[list[tuple], list[tuple], str]:
     rng = random.Random(hash(kind) % 1000)
     left, right = _stream(rng, 50, keys=("a", "b")), _stream(rng, 40, keys=("a", "b"))
     right = [(r[0] + 1000, *r[1:]) for r in right]  # ids apart from the left side's
-    tables = {"cons_l": _table(spark, "cons_l", left), "cons_r": _table(spark, "cons_r", right)}
     tvf = ("TUMBLE(TABLE {t} PARTITION BY k WATERMARK ts DELAY OF INTERVAL 1 MINUTE " + ARRIVAL
            + ", DESCRIPTOR(ts), INTERVAL 5 MINUTES)")
     query = (f"SELECT l.id AS lid, r.id AS rid, coalesce(l.window_start, r.window_start) AS ws "
              f"FROM {tvf.format(t='cons_l')} l {kind} JOIN {tvf.format(t='cons_r')} r "
              "ON l.k = r.k AND l.window_start = r.window_start AND l.window_end = r.window_end "
              "LATE ROWS INTO cons_join_late")
+    return left, right, query
+
+
+@pytest.mark.parametrize("kind, mode", [(kind, mode) for kind in JOINS for mode in _modes(kind)])
+def test_a_join_accounts_for_every_row_of_each_side(sw, spark, ahead, request, kind, mode):
+    streamed = ahead.named(request, _feeds(spark))  # the first test starts every stream of the module
+    left, right, query = _join(kind)
     if mode == "replay":
-        results, late, status = _outputs(sw, spark, query, None, None, mode, tmp_path, "cons_join_late")
+        _table(spark, "cons_l", left), _table(spark, "cons_r", right)
+        results, late, status = _outputs(sw, spark, query, None, None, mode, None, "cons_join_late")
     else:
-        results, late, status = _outputs(sw, spark, query, tables, None, mode, tmp_path, "cons_join_late")
+        results, late, status = streamed.result()
     for side, rows, column in (("cons_l", left, "lid"), ("cons_r", right, "rid")):
         mine = [r for r in late if r["side"] == side.removeprefix("cons_")[0]]
         assert all(r[o] is None for r in mine for o in ("l", "r") if o != side[-1])  # the row on its side only
@@ -197,16 +259,19 @@ def test_a_join_accounts_for_every_row_of_each_side(sw, spark, tmp_path, kind, m
         assert status["late_rows"] + status["rejected_rows"] == len(late)
 
 
-def test_a_chain_accounts_for_every_row_at_each_stage(sw, spark, tmp_path):
-    rows = _stream(random.Random(11), 80)
-    table = _table(spark, "cons_chain", rows)
-    query = ("WITH per_key AS (SELECT k, window_start, window_end, window_time, count(*) AS n "
-             f"FROM TUMBLE(TABLE cons_chain PARTITION BY k WATERMARK ts DELAY OF INTERVAL 1 MINUTE {ARRIVAL}, "
-             "DESCRIPTOR(ts), INTERVAL 5 MINUTES) GROUP BY k, window_start, window_end, window_time) "
-             "SELECT window_start, window_end, sum(n) AS total FROM TUMBLE(TABLE per_key, DESCRIPTOR(window_time), "
-             "INTERVAL 10 MINUTES) GROUP BY window_start, window_end LATE ROWS INTO cons_chain_late")
+CHAIN = ("WITH per_key AS (SELECT k, window_start, window_end, window_time, count(*) AS n "
+         f"FROM TUMBLE(TABLE cons_chain PARTITION BY k WATERMARK ts DELAY OF INTERVAL 1 MINUTE {ARRIVAL}, "
+         "DESCRIPTOR(ts), INTERVAL 5 MINUTES) GROUP BY k, window_start, window_end, window_time) "
+         "SELECT window_start, window_end, sum(n) AS total FROM TUMBLE(TABLE per_key, DESCRIPTOR(window_time), "
+         "INTERVAL 10 MINUTES) GROUP BY window_start, window_end LATE ROWS INTO cons_chain_late")
+
+
+def test_a_chain_accounts_for_every_row_at_each_stage(sw, spark, ahead, request):
+    streamed = ahead.named(request, _feeds(spark))  # the first test starts every stream of the module
+    rows, query = _stream(random.Random(11), 80), CHAIN
+    _table(spark, "cons_chain", rows)
     for mode in ("replay", "stream"):
-        results, late, status = _outputs(sw, spark, query, table, "cons_chain", mode, tmp_path, "cons_chain_late")
+        results, late, status = _both(sw, spark, streamed, query, "cons_chain", mode, "cons_chain_late")
         first = [r for r in late if r["stage"] == 1]
         second = [r for r in late if r["stage"] == 2]
         assert all(r["upstream_row"] is None for r in first) and all(r["upstream_row"] for r in second)
@@ -231,15 +296,16 @@ CHAIN_OF_THREE = (
     "LATE ROWS INTO cons_chain3_late")
 
 
-def test_a_chain_of_three_accounts_for_every_row_at_each_stage(sw, spark, tmp_path):
+def test_a_chain_of_three_accounts_for_every_row_at_each_stage(sw, spark, ahead, request):
     """Three chained aggregations (5 min per key, 10 min per key, a 40 min HOP over all keys): every
     row in a window or late at its stage, each late row with its stage and the row it came as; with
     no row late, the answer is complete input's."""
+    streamed = ahead.named(request, _feeds(spark))  # the first test starts every stream of the module
     rows = _stream(random.Random(12), 90)
-    table = _table(spark, "cons_chain3", rows)
+    _table(spark, "cons_chain3", rows)
     for mode in ("replay", "stream"):
-        results, late, status = _outputs(sw, spark, CHAIN_OF_THREE.format(arrival=ARRIVAL), table, "cons_chain3",
-                                         mode, tmp_path, "cons_chain3_late")
+        results, late, status = _both(sw, spark, streamed, CHAIN_OF_THREE.format(arrival=ARRIVAL),
+                                      "cons_chain3", mode, "cons_chain3_late")
         by_stage = {s: [r for r in late if r["stage"] == s] for s in (1, 2, 3)}
         assert len(late) == sum(map(len, by_stage.values())), "a stage number outside 1-3"
         assert by_stage[1], "the stream has late and bad rows"
@@ -271,21 +337,23 @@ def test_a_chain_of_three_gives_complete_inputs_answer(sw, spark):
     assert replayed == complete
 
 
-def test_two_stages_side_by_side_each_account_for_every_row(sw, spark, tmp_path):
+_SIDE = "{f}(TABLE cons_two PARTITION BY k WATERMARK ts DELAY OF INTERVAL 1 MINUTE " + ARRIVAL + ", DESCRIPTOR(ts), {size})"
+SIDE_BY_SIDE = (f"SELECT 'tumble' AS which, k, window_start, window_end, collect_list(id) AS ids FROM "
+                f"{_SIDE.format(f='TUMBLE', size='INTERVAL 5 MINUTES')} GROUP BY k, window_start, window_end "
+                f"UNION ALL SELECT 'session', k, window_start, window_end, collect_list(id) FROM "
+                f"{_SIDE.format(f='SESSION', size='INTERVAL 3 MINUTES')} GROUP BY k, window_start, window_end "
+                "LATE ROWS INTO cons_two_late")
+
+
+def test_two_stages_side_by_side_each_account_for_every_row(sw, spark, ahead, request):
     """A UNION ALL of a TUMBLE and a SESSION aggregation over one table (a clock per key): each stage
     on its own holds every row once -- in a window, late, or rejected (NULL key or time) -- under its
     `stage`; a stream counts the source's rows once and each stage's late and rejected rows apart."""
-    rows = _stream(random.Random(23), 80)
-    table = _table(spark, "cons_two", rows)
-    function = "{f}(TABLE cons_two PARTITION BY k WATERMARK ts DELAY OF INTERVAL 1 MINUTE " + ARRIVAL + \
-        ", DESCRIPTOR(ts), {size})"
-    query = (f"SELECT 'tumble' AS which, k, window_start, window_end, collect_list(id) AS ids FROM "
-             f"{function.format(f='TUMBLE', size='INTERVAL 5 MINUTES')} GROUP BY k, window_start, window_end "
-             f"UNION ALL SELECT 'session', k, window_start, window_end, collect_list(id) FROM "
-             f"{function.format(f='SESSION', size='INTERVAL 3 MINUTES')} GROUP BY k, window_start, window_end "
-             "LATE ROWS INTO cons_two_late")
+    streamed = ahead.named(request, _feeds(spark))  # the first test starts every stream of the module
+    rows, query = _stream(random.Random(23), 80), SIDE_BY_SIDE
+    _table(spark, "cons_two", rows)
     for mode in ("replay", "stream"):
-        results, late, status = _outputs(sw, spark, query, table, "cons_two", mode, tmp_path, "cons_two_late")
+        results, late, status = _both(sw, spark, streamed, query, "cons_two", mode, "cons_two_late")
         for number, which in ((1, "tumble"), (2, "session")):
             windowed = Counter(i for r in results if r["which"] == which for i in r["ids"])
             mine = [r for r in late if r["stage"] == number]

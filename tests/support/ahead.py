@@ -46,6 +46,17 @@ class Ahead:
                 self.futures[item.nodeid] = self.pool.submit(feed, params, workdir)
         return self.futures[node.nodeid]
 
+    def named(self, request: pytest.FixtureRequest, feeds: dict[str, t.Callable[[str], t.Any]]) -> Future | None:
+        """The future of this test's feed in `feeds` (keyed by test name, `item.name`; None if it has
+        none), each called with its own directory; the first call submits the feed of every selected
+        test of the module that has one (in run order), whatever its function."""
+        node = request.node
+        for item in node.session.items:
+            if item.module is node.module and item.name in feeds and item.nodeid not in self.futures:
+                workdir = str(self.tmp.mktemp(item.name[:40].replace("[", "-").replace("]", "")))
+                self.futures[item.nodeid] = self.pool.submit(feeds[item.name], workdir)
+        return self.futures.get(node.nodeid)
+
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
