@@ -72,7 +72,8 @@ def _both(sw, spark, streamed, query: str, source: str, mode: str, late_name: st
     return _outputs(sw, spark, query, None, source, mode, None, late_name)
 
 
-def _feeds(spark) -> dict:
+@pytest.fixture(scope="module")
+def feeds(spark) -> dict:
     """Every stream of this module by its test's name, run ahead (tests/support/ahead.py), each in a
     SparkSession of its own (the tests meanwhile register tables of the same names in the run's)."""
     def feed(query: str, tables: dict[str, list[tuple]], late_name: str):
@@ -181,8 +182,8 @@ def _one_aggregation(shape: str, seed: int) -> tuple[list[tuple], str]:
 
 
 @pytest.mark.parametrize("shape, mode, seed", CASES)
-def test_one_aggregation_accounts_for_every_row(sw, spark, ahead, request, shape, mode, seed):
-    streamed = ahead.named(request, _feeds(spark))  # the first test starts every stream of the module
+def test_one_aggregation_accounts_for_every_row(sw, spark, ahead, request, feeds, shape, mode, seed):
+    streamed = ahead.named(request, feeds)  # the first test starts every stream of the module
     rows, query = _one_aggregation(shape, seed)
     if mode == "stream":
         results, late, status = streamed.result()
@@ -203,8 +204,8 @@ VECTORISED = ("SELECT k, window_start, window_end, count(*) AS n FROM TUMBLE(TAB
               "GROUP BY k, window_start, window_end LATE ROWS INTO cons_vec_late")
 
 
-def test_a_vectorised_stream_counts_every_row(sw, spark, ahead, request):
-    streamed = ahead.named(request, _feeds(spark))  # the first test starts every stream of the module
+def test_a_vectorised_stream_counts_every_row(sw, spark, ahead, request, feeds):
+    streamed = ahead.named(request, feeds)  # the first test starts every stream of the module
     # count(*) only: the vectorised runtime (segments). Sum of the windows' counts + late + rejected = rows.
     rows, query = _stream(random.Random(5), 90), VECTORISED
     _table(spark, "cons_vec", rows)
@@ -233,8 +234,8 @@ def _join(kind: str) -> tuple[list[tuple], list[tuple], str]:
 
 
 @pytest.mark.parametrize("kind, mode", [(kind, mode) for kind in JOINS for mode in _modes(kind)])
-def test_a_join_accounts_for_every_row_of_each_side(sw, spark, ahead, request, kind, mode):
-    streamed = ahead.named(request, _feeds(spark))  # the first test starts every stream of the module
+def test_a_join_accounts_for_every_row_of_each_side(sw, spark, ahead, request, feeds, kind, mode):
+    streamed = ahead.named(request, feeds)  # the first test starts every stream of the module
     left, right, query = _join(kind)
     if mode == "replay":
         _table(spark, "cons_l", left), _table(spark, "cons_r", right)
@@ -266,8 +267,8 @@ CHAIN = ("WITH per_key AS (SELECT k, window_start, window_end, window_time, coun
          "INTERVAL 10 MINUTES) GROUP BY window_start, window_end LATE ROWS INTO cons_chain_late")
 
 
-def test_a_chain_accounts_for_every_row_at_each_stage(sw, spark, ahead, request):
-    streamed = ahead.named(request, _feeds(spark))  # the first test starts every stream of the module
+def test_a_chain_accounts_for_every_row_at_each_stage(sw, spark, ahead, request, feeds):
+    streamed = ahead.named(request, feeds)  # the first test starts every stream of the module
     rows, query = _stream(random.Random(11), 80), CHAIN
     _table(spark, "cons_chain", rows)
     for mode in ("replay", "stream"):
@@ -296,11 +297,11 @@ CHAIN_OF_THREE = (
     "LATE ROWS INTO cons_chain3_late")
 
 
-def test_a_chain_of_three_accounts_for_every_row_at_each_stage(sw, spark, ahead, request):
+def test_a_chain_of_three_accounts_for_every_row_at_each_stage(sw, spark, ahead, request, feeds):
     """Three chained aggregations (5 min per key, 10 min per key, a 40 min HOP over all keys): every
     row in a window or late at its stage, each late row with its stage and the row it came as; with
     no row late, the answer is complete input's."""
-    streamed = ahead.named(request, _feeds(spark))  # the first test starts every stream of the module
+    streamed = ahead.named(request, feeds)  # the first test starts every stream of the module
     rows = _stream(random.Random(12), 90)
     _table(spark, "cons_chain3", rows)
     for mode in ("replay", "stream"):
@@ -345,11 +346,11 @@ SIDE_BY_SIDE = (f"SELECT 'tumble' AS which, k, window_start, window_end, collect
                 "LATE ROWS INTO cons_two_late")
 
 
-def test_two_stages_side_by_side_each_account_for_every_row(sw, spark, ahead, request):
+def test_two_stages_side_by_side_each_account_for_every_row(sw, spark, ahead, request, feeds):
     """A UNION ALL of a TUMBLE and a SESSION aggregation over one table (a clock per key): each stage
     on its own holds every row once -- in a window, late, or rejected (NULL key or time) -- under its
     `stage`; a stream counts the source's rows once and each stage's late and rejected rows apart."""
-    streamed = ahead.named(request, _feeds(spark))  # the first test starts every stream of the module
+    streamed = ahead.named(request, feeds)  # the first test starts every stream of the module
     rows, query = _stream(random.Random(23), 80), SIDE_BY_SIDE
     _table(spark, "cons_two", rows)
     for mode in ("replay", "stream"):

@@ -133,12 +133,16 @@ def _replay(sw, spark, query: str, partitions: int) -> tuple[list, list]:
 LONG_ONLY = {"tumble changes", "idle"}
 
 
+def _long_only(shape: str) -> bool:
+    return shape in LONG_ONLY and not os.environ.get("SQLWIN_SPREAD_ALL")
+
+
 def _feed(spark, spread_table, shape: str, workdir: str):
     """The stream of `shape` (run ahead: tests/support/ahead.py) in a SparkSession of its own: the
     test's replays set the shuffle partitions of the run's session meanwhile."""
     import sqlwin
 
-    if shape in LONG_ONLY and not os.environ.get("SQLWIN_SPREAD_ALL"):
+    if _long_only(shape):
         return None
     query = QUERIES[shape]
     tables = {n: spread_table[n] for n in ("spread", "spread_r") if f"TABLE {n} " in query or f"TABLE {n}," in query}
@@ -151,7 +155,7 @@ def _feed(spark, spread_table, shape: str, workdir: str):
 @pytest.mark.parametrize("shape", QUERIES)
 def test_a_one_clock_stream_gives_one_answer_at_any_parallelism(sw, spark, spread_table, ahead, request, shape):
     streamed = ahead.stream(request, lambda p, workdir: _feed(spark, spread_table, p["shape"], workdir))
-    if shape in LONG_ONLY and not os.environ.get("SQLWIN_SPREAD_ALL"):
+    if _long_only(shape):
         pytest.skip("long run: SQLWIN_SPREAD_ALL=1")
     query = QUERIES[shape]
     expected, expected_late = _replay(sw, spark, query, 1)  # one partition: the reference

@@ -9,7 +9,8 @@ and ends its input after the last one, as a replay ends at the end of its table.
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
+import functools
+import typing as t
 from pathlib import Path
 
 import parse
@@ -22,7 +23,6 @@ from sqlwin.errors import SqlwinError
 from sqlwin.spark.operator import END_BATCH
 from sqlwin.spark.replay import run_replay
 from sqlwin.testing import feed_stream
-from tests.support.ahead import WORKERS
 from tests.steps.queries import _expected_rows, _table, result_is
 from tests.steps.tables import create_table
 from tests.steps.values import normalise, same
@@ -51,12 +51,11 @@ MODE_STEP = "I run the query in {mode} mode:"
 
 
 @when(parsers.parse(MODE_STEP))
-def run_in_mode(sw, spark, streams, outcome, tmp_path, scenario_streams, request, mode: str, docstring: str):
-    if mode != "replay":
-        ran = scenario_streams.take(request)
-        if ran is not None:  # run ahead, in a session of its own, from this scenario's own steps
-            outcome.update(ran)
-            return
+def run_in_mode(sw, spark, streams, outcome, tmp_path, ahead, scenario_streams, request, mode: str, docstring: str):
+    streamed = ahead.named(request, scenario_streams)
+    if streamed is not None:  # run ahead, in a session of its own, from this scenario's own steps
+        outcome.update(streamed.result())
+        return
     _run_in_mode(sw, spark, streams, outcome, tmp_path, mode, docstring)
 
 
@@ -74,53 +73,39 @@ def _run_in_mode(sw, spark, streams, outcome, tmp_path, mode: str, query: str) -
         outcome["error"] = err
 
 
-class ScenarioStreams:
-    """The streaming examples of the scenarios, run ahead of their turn, `WORKERS` at a time beside
-    the scenarios in the foreground (as tests/support/ahead.py runs test_around's streams).
+@pytest.fixture(scope="module")
+def scenario_streams(spark, request) -> dict[str, t.Callable[[str], dict]]:
+    """The scenarios' streaming examples, by test name, to run ahead of their turn (tests/support/ahead.py,
+    `Ahead.named`) beside the scenarios in the foreground.
 
     A small stream mostly waits (tests/support/ahead.py), and the scenarios' 66 streaming examples
     took 169 of test_features' 215 s one after the other (tests/test_features.py alone: 258 s in
     their turn, 231 s one ahead, 207 s two ahead; 2026-12-08). Each runs in a SparkSession of its own
-    (`newSession()` each: the same Spark, its own temp views and settings), from its scenario's own steps:
-    its Given tables created there, then the same `_run_in_mode` the foreground would run; the When
-    step takes what it gave. Only scenarios whose steps before the When create tables and streams
+    (`newSession()` each: the same Spark, its own temp views and settings), from its scenario's own
+    steps: its Given tables created there, then the same `_run_in_mode` the foreground would run; the
+    When step takes what it gave. Only scenarios whose steps before the When create tables and streams
     (nothing else the foreground would set up) run ahead; the rest run in their turn.
     """
+    feeds = {}
+    for item in request.session.items:
+        job = _ahead_job(item) if item.module is request.module else None
+        if job is not None:
+            feeds[item.name] = functools.partial(_run_ahead, spark, *job)
+    return feeds
 
-    def __init__(self, spark, tmp_path_factory: pytest.TempPathFactory):
-        self.spark = spark
-        self.tmp = tmp_path_factory
-        self.pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="sqlwin-scenario-ahead")
-        self.futures: dict[str, Future] = {}
-        self.started = False
 
-    def take(self, request: pytest.FixtureRequest) -> dict | None:
-        """This scenario's outcome, run ahead (None: it was not: the foreground runs it)."""
-        if not self.started:
-            self.started = True
-            for item in request.node.session.items:
-                job = _ahead_job(item) if item.module is request.node.module else None
-                if job is not None:
-                    workdir = self.tmp.mktemp(item.name[:40].replace("[", "-").replace("]", ""))
-                    self.futures[item.nodeid] = self.pool.submit(self._run, *job, workdir)
-        future = self.futures.pop(request.node.nodeid, None)
-        return None if future is None else future.result()
+def _run_ahead(spark, givens: list[tuple[str, str, list]], mode: str, query: str, workdir: str) -> dict:
+    import sqlwin
 
-    def _run(self, givens: list[tuple[str, str, list]], mode: str, query: str, workdir: Path) -> dict:
-        import sqlwin
-
-        spark = self.spark.newSession()
-        streams, outcome = {}, {}
-        for kind, name, datatable in givens:
-            if kind == "stream":
-                given_stream(spark, streams, name, datatable)
-            else:
-                create_table(spark, name, datatable)
-        _run_in_mode(sqlwin.attach(spark), spark, streams, outcome, workdir, mode, query)
-        return outcome
-
-    def close(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=True)
+    own = spark.newSession()
+    streams, outcome = {}, {}
+    for kind, name, datatable in givens:
+        if kind == "stream":
+            given_stream(own, streams, name, datatable)
+        else:
+            create_table(own, name, datatable)
+    _run_in_mode(sqlwin.attach(own), own, streams, outcome, Path(workdir), mode, query)
+    return outcome
 
 
 def _ahead_job(item) -> tuple[list, str, str] | None:
@@ -141,13 +126,6 @@ def _ahead_job(item) -> tuple[list, str, str] | None:
             return None
         givens.append(("stream" if stream else "table", (stream or table)["name"], step.datatable.raw()))
     return None
-
-
-@pytest.fixture(scope="module")
-def scenario_streams(spark, tmp_path_factory):
-    runner = ScenarioStreams(spark, tmp_path_factory)
-    yield runner
-    runner.close()
 
 
 def _replay(sw, spark, outcome, query: str) -> None:
